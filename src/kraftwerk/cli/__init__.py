@@ -1,0 +1,1 @@
+"""The ``kraftwerk`` command."""

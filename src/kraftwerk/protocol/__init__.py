@@ -1,0 +1,1 @@
+"""Kafka's wire protocol: primitives, message declarations, derived codecs, error codes."""

@@ -1,0 +1,53 @@
+"""The metadata record frame: how a metadata record sits in a KRaft log record's value.
+
+Kafka's MetadataRecordSerde writes an unsigned-varint frame version (1), the record's api key and
+its version (both unsigned varints), then the record body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kraftwerk.protocol import codec
+from kraftwerk.protocol.errors import DecodeError, UnknownMessageError
+from kraftwerk.protocol.registry import by_api_key
+from kraftwerk.protocol.schema import Kind, MessageSpec
+
+FRAME_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataRecord:
+    """A decoded metadata record: its declaration, version and body."""
+
+    spec: MessageSpec
+    version: int
+    value: codec.Value
+
+
+def encode_metadata_record(spec: MessageSpec, version: int, value: codec.Value) -> bytes:
+    out = bytearray(codec.uvarint(FRAME_VERSION))
+    out += codec.uvarint(spec.api_key)
+    out += codec.uvarint(version)
+    codec.encode_into(spec, version, value, out)
+    return bytes(out)
+
+
+def decode_metadata_record(data: bytes) -> MetadataRecord:
+    """Decode a framed metadata record; unknown frame versions and api keys are DecodeErrors."""
+    try:
+        frame, pos = codec.read_uvarint(data, 0)
+        api_key, pos = codec.read_uvarint(data, pos)
+        version, pos = codec.read_uvarint(data, pos)
+    except IndexError:
+        raise DecodeError("truncated metadata record frame") from None
+    if frame != FRAME_VERSION:
+        raise DecodeError(f"unknown metadata record frame version {frame}")
+    try:
+        spec = by_api_key(Kind.METADATA, api_key)
+    except UnknownMessageError as exc:
+        raise DecodeError(str(exc)) from None
+    value, end = codec.decode_from(spec, version, data, pos)
+    if end != len(data):
+        raise DecodeError(f"{len(data) - end} trailing bytes after {spec.name} v{version}")
+    return MetadataRecord(spec, version, value)

@@ -1,0 +1,35 @@
+"""UpdateFeatures (apiKey 57): KIP-584 / KIP-778 feature-level updates."""
+
+from kraftwerk.protocol.schema import Kind, field, message
+
+UPDATE_FEATURES_REQUEST = message(
+    "UpdateFeaturesRequest", 57, Kind.REQUEST, valid="0-2", flexible="0+",
+    # v1: AllowDowngrade became UpgradeType (1 upgrade, 2 safe downgrade, 3 unsafe downgrade)
+    #     and ValidateOnly was added. v2: the response drops per-feature results.
+    fields=[
+        field("TimeoutMs", "int32", "0+", default=60000),
+        field("FeatureUpdates", "[]FeatureUpdateKey", "0+", fields=[
+            field("Feature", "string", "0+"),
+            field("MaxVersionLevel", "int16", "0+"),
+            field("AllowDowngrade", "bool", "0"),
+            field("UpgradeType", "int8", "1+", default=1),
+        ]),
+        field("ValidateOnly", "bool", "1+", default=False),
+    ],
+)
+
+UPDATE_FEATURES_RESPONSE = message(
+    "UpdateFeaturesResponse", 57, Kind.RESPONSE, valid="0-2", flexible="0+",
+    fields=[
+        field("ThrottleTimeMs", "int32", "0+"),
+        field("ErrorCode", "int16", "0+"),
+        field("ErrorMessage", "string", "0+", nullable="0+"),
+        field("Results", "[]UpdatableFeatureResult", "0-1", fields=[
+            field("Feature", "string", "0+"),
+            field("ErrorCode", "int16", "0+"),
+            field("ErrorMessage", "string", "0+", nullable="0+"),
+        ]),
+    ],
+)
+
+SPECS = (UPDATE_FEATURES_REQUEST, UPDATE_FEATURES_RESPONSE)
