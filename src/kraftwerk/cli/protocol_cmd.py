@@ -19,7 +19,8 @@ def register(groups: Any) -> None:
     for name, func, what in (("decode", _decode, "HEX bytes to JSON"), ("encode", _encode, "JSON to HEX")):
         sub = commands.add_parser(name, help=f"{what}")
         sub.add_argument("--api", required=True,
-                         help="Kafka's message name (UpdateFeatures, FeatureLevelRecord, FEATURE_LEVEL_RECORD)")
+                         help="Kafka's message name: UpdateFeatures, FeatureLevelRecord, "
+                              "FEATURE_LEVEL_RECORD")
         sub.add_argument("--kind", required=True, choices=("request", "response", "record"))
         sub.add_argument("--version", type=int, required=True)
         sub.add_argument("input", metavar="HEX" if name == "decode" else "JSON")
