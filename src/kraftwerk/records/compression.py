@@ -1,0 +1,386 @@
+"""Kafka's payload codecs: gzip, snappy (xerial framing), lz4 (Kafka's frame writer) and zstd.
+
+Writers produce the framing Kafka's Java clients produce (so uncompressed-equal inputs give
+byte-equal gzip/snappy/lz4 payloads where the native compressor agrees). Readers accept what Kafka
+accepts, and every decompression is bounded by ``max_size``: exceeding it raises
+``DecompressionLimitError`` before more than the cap is allocated.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Callable
+
+import cramjam
+
+from kraftwerk.protocol.codec import read_uvarint
+from kraftwerk.protocol.errors import DecodeError
+from kraftwerk.records.errors import (
+    CompressionError,
+    DecompressionLimitError,
+    UnsupportedCompressionError,
+)
+from kraftwerk.records.types import DEFAULT_MAX_DECOMPRESSED_SIZE, MAGIC_V0, MAGIC_V2, CompressionType
+
+Buffer = bytes | bytearray | memoryview
+
+_U32_BE = struct.Struct(">I")
+_I32_BE = struct.Struct(">i")
+_U32_LE = struct.Struct("<I")
+_GZIP_TRAILER = struct.Struct("<II")
+
+# --------------------------------------------------------------------------- xxhash32 (lz4 frame)
+
+_P1 = 2654435761
+_P2 = 2246822519
+_P3 = 3266489917
+_P4 = 668265263
+_P5 = 374761393
+_M32 = 0xFFFFFFFF
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def xxhash32(data: Buffer, seed: int = 0) -> int:
+    """XXH32 of ``data``: the LZ4 frame descriptor and block checksum (short inputs only in practice)."""
+    mv = memoryview(data).cast("B") if not isinstance(data, bytes) else data
+    n = len(mv)
+    pos = 0
+    if n >= 16:
+        v1 = (seed + _P1 + _P2) & _M32
+        v2 = (seed + _P2) & _M32
+        v3 = seed & _M32
+        v4 = (seed - _P1) & _M32
+        limit = n - 16
+        unpack = struct.Struct("<IIII").unpack_from
+        while pos <= limit:
+            a, b, c, d = unpack(mv, pos)
+            v1 = (_rotl((v1 + a * _P2) & _M32, 13) * _P1) & _M32
+            v2 = (_rotl((v2 + b * _P2) & _M32, 13) * _P1) & _M32
+            v3 = (_rotl((v3 + c * _P2) & _M32, 13) * _P1) & _M32
+            v4 = (_rotl((v4 + d * _P2) & _M32, 13) * _P1) & _M32
+            pos += 16
+        acc = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & _M32
+    else:
+        acc = (seed + _P5) & _M32
+    acc = (acc + n) & _M32
+    while pos + 4 <= n:
+        (lane,) = _U32_LE.unpack_from(mv, pos)
+        acc = (_rotl((acc + lane * _P3) & _M32, 17) * _P4) & _M32
+        pos += 4
+    while pos < n:
+        acc = (_rotl((acc + mv[pos] * _P5) & _M32, 11) * _P1) & _M32
+        pos += 1
+    acc ^= acc >> 15
+    acc = (acc * _P2) & _M32
+    acc ^= acc >> 13
+    acc = (acc * _P3) & _M32
+    acc ^= acc >> 16
+    return acc
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _limit(codec: str, max_size: int) -> DecompressionLimitError:
+    return DecompressionLimitError(
+        f"{codec} payload decompresses to more than the {max_size}-byte cap", max_size)
+
+
+# --------------------------------------------------------------------------- gzip
+
+# Java's GZIPOutputStream header: no flags, mtime 0, XFL 0, OS 255 (JDK >= 16).
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+GZIP_DEFAULT_LEVEL = 6
+
+
+def _gzip_compress(data: Buffer, level: int | None) -> bytes:
+    comp = zlib.compressobj(GZIP_DEFAULT_LEVEL if level is None else level, zlib.DEFLATED, -15, 8)
+    body = comp.compress(data) + comp.flush()
+    return b"".join((_GZIP_HEADER, body, _GZIP_TRAILER.pack(zlib.crc32(data), len(data) & _M32)))
+
+
+def _gzip_decompress(data: Buffer, max_size: int) -> bytes:
+    out: list[bytes] = []
+    total = 0
+    rest: Buffer = data
+    while True:
+        d = zlib.decompressobj(31)  # gzip wrapper only, like java.util.zip.GZIPInputStream
+        try:
+            chunk = d.decompress(rest, max_size - total + 1)
+        except zlib.error as e:
+            raise CompressionError(f"Invalid gzip payload: {e}") from None
+        total += len(chunk)
+        if total > max_size:
+            raise _limit("gzip", max_size)
+        out.append(chunk)
+        if d.unconsumed_tail:
+            # output stopped at the cap with input left: only legal if nothing more comes out
+            try:
+                more = d.decompress(d.unconsumed_tail, 1)
+            except zlib.error as e:
+                raise CompressionError(f"Invalid gzip payload: {e}") from None
+            if more:
+                raise _limit("gzip", max_size)
+        if not d.eof:
+            raise CompressionError("Truncated gzip payload (unexpected end of ZLIB input stream)")
+        rest = d.unused_data
+        # GZIPInputStream reads concatenated members; anything else after a member is ignored
+        if len(rest) < 10 or rest[:2] != b"\x1f\x8b":
+            return b"".join(out)
+
+
+# --------------------------------------------------------------------------- snappy
+
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = _XERIAL_MAGIC + b"\x00\x00\x00\x01\x00\x00\x00\x01"
+SNAPPY_BLOCK_SIZE = 32 * 1024
+
+
+def _snappy_compress(data: Buffer, block_size: int = SNAPPY_BLOCK_SIZE) -> bytes:
+    mv = memoryview(data)
+    parts = [_XERIAL_HEADER]
+    for start in range(0, len(mv), block_size):
+        chunk = bytes(cramjam.snappy.compress_raw(mv[start:start + block_size]))
+        parts.append(_I32_BE.pack(len(chunk)))
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _snappy_raw(block: Buffer, budget: int, max_size: int) -> bytes:
+    try:
+        n, _ = read_uvarint(block, 0)
+    except (IndexError, DecodeError):
+        raise CompressionError("Invalid snappy block (bad length preamble)") from None
+    if n > budget:
+        raise _limit("snappy", max_size)
+    try:
+        return bytes(cramjam.snappy.decompress_raw(block))
+    except cramjam.DecompressionError as e:
+        raise CompressionError(f"Invalid snappy block: {e}") from None
+
+
+def _snappy_decompress(data: Buffer, max_size: int) -> bytes:
+    mv = memoryview(data)
+    if bytes(mv[:8]) != _XERIAL_MAGIC:
+        return _snappy_raw(mv, max_size, max_size)
+    if len(mv) < 16:
+        raise CompressionError("Truncated xerial snappy header")
+    pos = 16
+    end = len(mv)
+    out: list[bytes] = []
+    total = 0
+    while pos < end:
+        if bytes(mv[pos:pos + 8]) == _XERIAL_MAGIC and end - pos >= 16:
+            pos += 16  # a concatenated stream starts again with its header
+            continue
+        if end - pos < 4:
+            raise CompressionError("Truncated xerial snappy chunk length")
+        (n,) = _I32_BE.unpack_from(mv, pos)
+        pos += 4
+        if n < 0 or n > end - pos:
+            raise CompressionError(f"Invalid xerial snappy chunk length {n}")
+        chunk = _snappy_raw(mv[pos:pos + n], max_size - total, max_size)
+        total += len(chunk)
+        out.append(chunk)
+        pos += n
+    return b"".join(out)
+
+
+# --------------------------------------------------------------------------- lz4
+
+LZ4_MAGIC = 0x184D2204
+_LZ4_INCOMPRESSIBLE = 0x80000000
+_LZ4_BLOCK_64KB = 4
+_LZ4_FLG = 0x60  # version 01, independent blocks, no block/content checksum, no content size
+_LZ4_BD = _LZ4_BLOCK_64KB << 4
+
+
+def lz4_header(magic: int) -> bytes:
+    """Kafka's frame header; magic v0 hashes magic+FLG+BD instead of FLG+BD (the broken checksum)."""
+    head = _U32_LE.pack(LZ4_MAGIC) + bytes((_LZ4_FLG, _LZ4_BD))
+    hashed = head if magic == MAGIC_V0 else head[4:]
+    return head + bytes(((xxhash32(hashed) >> 8) & 0xFF,))
+
+
+def _lz4_compress(data: Buffer, magic: int, level: int | None) -> bytes:
+    mv = memoryview(data)
+    parts = [lz4_header(magic)]
+    block_max = 1 << (2 * _LZ4_BLOCK_64KB + 8)
+    for start in range(0, len(mv), block_max):
+        block = mv[start:start + block_max]
+        if level is None:
+            comp = cramjam.lz4.compress_block(block, store_size=False)
+        else:
+            comp = cramjam.lz4.compress_block(block, mode="high_compression", compression=level,
+                                              store_size=False)
+        if len(comp) >= len(block):
+            parts.append(_U32_LE.pack(len(block) | _LZ4_INCOMPRESSIBLE))
+            parts.append(bytes(block))
+        else:
+            parts.append(_U32_LE.pack(len(comp)))
+            parts.append(bytes(comp))
+    parts.append(b"\x00\x00\x00\x00")
+    return b"".join(parts)
+
+
+def _lz4_decompress(data: Buffer, magic: int, max_size: int) -> bytes:
+    mv = memoryview(data)
+    end = len(mv)
+    if end < 7:
+        raise CompressionError("Truncated lz4 frame header")
+    (frame_magic,) = _U32_LE.unpack_from(mv, 0)
+    if frame_magic != LZ4_MAGIC:
+        raise CompressionError("Invalid lz4 frame magic")
+    flg = mv[4]
+    bd = mv[5]
+    if flg & 0x03 or (flg >> 6) != 1:
+        raise CompressionError("Unsupported lz4 frame flags (version or reserved bits)")
+    if not flg & 0x20:
+        raise CompressionError("Dependent lz4 block stream is unsupported")
+    if bd & 0x8F:
+        raise CompressionError("Invalid lz4 block descriptor reserved bits")
+    size_code = (bd >> 4) & 7
+    if size_code < 4:
+        raise CompressionError("Invalid lz4 block size code")
+    block_max = 1 << (2 * size_code + 8)
+    block_checksum = bool(flg & 0x10)
+    content_checksum = bool(flg & 0x04)
+    pos = 6
+    if flg & 0x08:
+        pos += 8  # content size: not needed, the blocks are bounded one by one
+    if end < pos + 1:
+        raise CompressionError("Truncated lz4 frame header")
+    hashed = mv[0:pos] if magic == MAGIC_V0 else mv[4:pos]
+    if mv[pos] != (xxhash32(hashed) >> 8) & 0xFF:
+        raise CompressionError("Stream frame descriptor corrupted")
+    pos += 1
+    out: list[bytes] = []
+    total = 0
+    scratch = bytearray(block_max)
+    while True:
+        if end - pos < 4:
+            raise CompressionError("Truncated lz4 frame (missing end mark)")
+        (word,) = _U32_LE.unpack_from(mv, pos)
+        pos += 4
+        if word == 0:
+            break
+        raw = bool(word & _LZ4_INCOMPRESSIBLE)
+        n = word & 0x7FFFFFFF
+        if n > block_max:
+            raise CompressionError(f"lz4 block size {n} exceeded max: {block_max}")
+        if n > end - pos:
+            raise CompressionError("Truncated lz4 block")
+        block = mv[pos:pos + n]
+        pos += n
+        if block_checksum:
+            if end - pos < 4:
+                raise CompressionError("Truncated lz4 block checksum")
+            if _U32_LE.unpack_from(mv, pos)[0] != xxhash32(block):
+                raise CompressionError("lz4 block checksum mismatch")
+            pos += 4
+        if raw:
+            piece = bytes(block)
+        else:
+            try:
+                k = cramjam.lz4.decompress_block_into(block, scratch)
+            except cramjam.DecompressionError as e:
+                raise CompressionError(f"Invalid lz4 block: {e}") from None
+            piece = bytes(scratch[:k])
+        total += len(piece)
+        if total > max_size:
+            raise _limit("lz4", max_size)
+        out.append(piece)
+    if content_checksum and end - pos < 4:
+        raise CompressionError("Truncated lz4 content checksum")
+    return b"".join(out)
+
+
+# --------------------------------------------------------------------------- zstd
+
+_ZSTD_MAGIC = 0xFD2FB528
+ZSTD_DEFAULT_LEVEL = 3
+
+
+def _zstd_content_size(mv: memoryview) -> int | None:
+    """Frame_Content_Size of the first frame when its header declares it."""
+    if len(mv) < 6 or _U32_LE.unpack_from(mv, 0)[0] != _ZSTD_MAGIC:
+        return None
+    fhd = mv[4]
+    fcs_flag = fhd >> 6
+    single = (fhd >> 5) & 1
+    pos = 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 3]
+    width = (1 if single else 0, 2, 4, 8)[fcs_flag]
+    if width == 0 or len(mv) < pos + width:
+        return None
+    value = int.from_bytes(mv[pos:pos + width], "little")
+    return value + 256 if width == 2 else value
+
+
+def _zstd_decompress(data: Buffer, max_size: int) -> bytes:
+    mv = memoryview(data)
+    declared = _zstd_content_size(mv)
+    if declared is not None and declared > max_size:
+        raise _limit("zstd", max_size)
+    size = declared if declared is not None else max(len(mv) * 8, 64 * 1024)
+    size = max(1, min(size, max_size))
+    while True:
+        buf = bytearray(size)
+        try:
+            n = cramjam.zstd.decompress_into(mv, buf)
+        except cramjam.DecompressionError as e:
+            if "whole buffer" not in str(e):
+                raise CompressionError(f"Invalid zstd payload: {e}") from None
+            if size >= max_size:
+                raise _limit("zstd", max_size) from None
+            size = min(size * 4, max_size)
+            continue
+        return bytes(memoryview(buf)[:n])
+
+
+# --------------------------------------------------------------------------- public API
+
+def compress(codec: CompressionType, data: Buffer, *, magic: int = MAGIC_V2, level: int | None = None) -> bytes:
+    """Compress a records payload the way Kafka's Java producer frames it for ``magic``."""
+    if codec is CompressionType.NONE:
+        return bytes(data)
+    if codec is CompressionType.GZIP:
+        return _gzip_compress(data, level)
+    if codec is CompressionType.SNAPPY:
+        return _snappy_compress(data)
+    if codec is CompressionType.LZ4:
+        return _lz4_compress(data, magic, level)
+    if codec is CompressionType.ZSTD:
+        if magic < MAGIC_V2:
+            raise UnsupportedCompressionError("zstd compression requires message format v2")
+        return bytes(cramjam.zstd.compress(data, level=ZSTD_DEFAULT_LEVEL if level is None else level))
+    raise UnsupportedCompressionError(f"Unknown compression type {codec!r}")
+
+
+_DECOMPRESSORS: dict[CompressionType, Callable[[Buffer, int, int], bytes]] = {
+    CompressionType.GZIP: lambda d, m, cap: _gzip_decompress(d, cap),
+    CompressionType.SNAPPY: lambda d, m, cap: _snappy_decompress(d, cap),
+    CompressionType.LZ4: _lz4_decompress,
+    CompressionType.ZSTD: lambda d, m, cap: _zstd_decompress(d, cap),
+}
+
+
+def decompress(codec: CompressionType, data: Buffer, *, magic: int = MAGIC_V2,
+               max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+    """Decompress a payload, reading snappy both xerial-framed and raw, lz4 with the v0 quirk.
+
+    Raises ``CompressionError`` for an invalid stream and ``DecompressionLimitError`` when the
+    output would exceed ``max_size`` bytes.
+    """
+    if codec is CompressionType.NONE:
+        if len(data) > max_size:
+            raise _limit("uncompressed", max_size)
+        return bytes(data)
+    if codec is CompressionType.ZSTD and magic < MAGIC_V2:
+        raise UnsupportedCompressionError("zstd compression is not allowed before message format v2")
+    fn = _DECOMPRESSORS.get(codec)
+    if fn is None:
+        raise UnsupportedCompressionError(f"Unknown compression type {codec!r}")
+    return fn(data, magic, max_size)

@@ -1,0 +1,90 @@
+"""Closed sets and constants of Kafka's record formats (magic 0, 1 and 2)."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from kraftwerk.records.errors import UnsupportedCompressionError
+
+MAGIC_V0 = 0
+MAGIC_V1 = 1
+MAGIC_V2 = 2
+CURRENT_MAGIC = MAGIC_V2
+
+NO_TIMESTAMP = -1
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+
+#: offset (int64) + size (int32) in front of every batch / legacy message
+LOG_OVERHEAD = 12
+#: the fixed v2 batch header size
+RECORD_BATCH_OVERHEAD = 61
+#: crc + magic + attributes + key length + value length
+RECORD_OVERHEAD_V0 = 14
+#: v0 overhead + timestamp
+RECORD_OVERHEAD_V1 = 22
+#: default cap on the decompressed size of one batch payload
+DEFAULT_MAX_DECOMPRESSED_SIZE = 64 * 1024 * 1024
+
+_CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+class CompressionType(IntEnum):
+    """Codec ids stored in the low three attribute bits."""
+
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+    @property
+    def kafka_name(self) -> str:
+        """The name Kafka's tools print (``compresscodec: lz4``)."""
+        return _CODEC_NAMES[self.value]
+
+    @classmethod
+    def from_id(cls, codec_id: int) -> CompressionType:
+        """Map an attribute codec id, rejecting the unused ids 5-7 with a typed error."""
+        if 0 <= codec_id <= 4:
+            return _CODECS[codec_id]
+        raise UnsupportedCompressionError(f"Unknown compression type id: {codec_id}")
+
+    @classmethod
+    def from_name(cls, name: str) -> CompressionType:
+        """Parse a Kafka codec name (``compression.type``)."""
+        try:
+            return _CODECS[_CODEC_NAMES.index(name.lower())]
+        except ValueError:
+            raise UnsupportedCompressionError(f"Unknown compression name: {name}") from None
+
+
+_CODECS = tuple(CompressionType)
+
+
+class TimestampType(IntEnum):
+    """Kafka's TimestampType; v0 has none, v1/v2 carry it in attribute bit 3."""
+
+    NO_TIMESTAMP_TYPE = -1
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+    @property
+    def kafka_name(self) -> str:
+        """The name Kafka's tools print (``CreateTime: 1700000000000``)."""
+        return ("NoTimestampType", "CreateTime", "LogAppendTime")[self.value + 1]
+
+
+class ControlRecordType(IntEnum):
+    """Type field of a control record key (int16 version, int16 type)."""
+
+    UNKNOWN = -1
+    ABORT = 0
+    COMMIT = 1
+    LEADER_CHANGE = 2
+    SNAPSHOT_HEADER = 3
+    SNAPSHOT_FOOTER = 4
+    KRAFT_VERSION = 5
+    KRAFT_VOTERS = 6

@@ -1,0 +1,92 @@
+"""The versions layer: metadata.version catalogue, feature flags, node software profiles (pure).
+
+Import from here; the submodules are ``metadata_version``, ``features``, ``software``,
+``mapping`` (version-mapping / feature-dependencies look-ups) and ``errors``.
+"""
+
+from kraftwerk.versions.errors import (
+    FeatureDependencyError,
+    FeatureSpecError,
+    UnknownFeatureError,
+    UnknownFeatureLevelError,
+    UnknownMetadataVersionError,
+    UnknownReleaseError,
+    UnsupportedAtVersionError,
+    VersionError,
+)
+from kraftwerk.versions.features import (
+    PRODUCTION_FEATURES,
+    Feature,
+    FeatureLevel,
+    VersionRange,
+    check_catalogue,
+    default_levels,
+    feature_names_sorted,
+    validate_version,
+)
+from kraftwerk.versions.mapping import (
+    FeatureDependencies,
+    VersionMapping,
+    feature_dependencies,
+    parse_feature_spec,
+    render_feature_dependencies,
+    render_version_mapping,
+    version_mapping,
+)
+from kraftwerk.versions.metadata_version import (
+    FEATURE_NAME,
+    LATEST_PRODUCTION,
+    LATEST_TESTING,
+    MINIMUM_BOOTSTRAP_VERSION,
+    MINIMUM_KRAFT_VERSION,
+    MINIMUM_VERSION,
+    VERSIONS,
+    MetadataVersion,
+    check_if_metadata_changed,
+    lookup_feature_level,
+    metadata_versions_to_string,
+    parse_version_string,
+)
+from kraftwerk.versions.software import LATEST_RELEASE, FeatureSupport, SoftwareVersion, known_releases
+
+__all__ = [
+    "FEATURE_NAME",
+    "LATEST_PRODUCTION",
+    "LATEST_RELEASE",
+    "LATEST_TESTING",
+    "MINIMUM_BOOTSTRAP_VERSION",
+    "MINIMUM_KRAFT_VERSION",
+    "MINIMUM_VERSION",
+    "PRODUCTION_FEATURES",
+    "VERSIONS",
+    "Feature",
+    "FeatureDependencies",
+    "FeatureDependencyError",
+    "FeatureLevel",
+    "FeatureSpecError",
+    "FeatureSupport",
+    "MetadataVersion",
+    "SoftwareVersion",
+    "UnknownFeatureError",
+    "UnknownFeatureLevelError",
+    "UnknownMetadataVersionError",
+    "UnknownReleaseError",
+    "UnsupportedAtVersionError",
+    "VersionError",
+    "VersionMapping",
+    "VersionRange",
+    "check_catalogue",
+    "check_if_metadata_changed",
+    "default_levels",
+    "feature_dependencies",
+    "feature_names_sorted",
+    "known_releases",
+    "lookup_feature_level",
+    "metadata_versions_to_string",
+    "parse_feature_spec",
+    "parse_version_string",
+    "render_feature_dependencies",
+    "render_version_mapping",
+    "validate_version",
+    "version_mapping",
+]
