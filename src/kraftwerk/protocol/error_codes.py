@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (a fact table: Kafka's messages read better unwrapped)
 """Kafka's protocol error codes (``org.apache.kafka.common.protocol.Errors``), as of Kafka 4.3.
 
 Each error has its wire code, Kafka's enum name, whether Kafka's exception for it is a

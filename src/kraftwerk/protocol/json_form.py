@@ -1,5 +1,6 @@
 """Kafka's JSON form of a message (MessageDataJsonConverter): camelCase names, UUIDs in Kafka's
-URL-safe base64, bytes in base64, and only the fields that exist at the version."""
+URL-safe base64, bytes in base64, only the fields that exist at the version, and tagged fields
+only when they differ from their default (as Kafka's generated converters write them)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ def _struct_to_json(fields: tuple[Field, ...], version: int, value: Value) -> di
         if version not in f.versions:
             continue
         v = value.get(f.json_name, f.default_value())
+        if version in f.tagged_versions and v == f.default_value():
+            continue
         out[f.json_name] = _field_to_json(f, version, v)
     return out
 

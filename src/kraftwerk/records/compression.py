@@ -149,9 +149,9 @@ def _snappy_compress(data: Buffer, block_size: int = SNAPPY_BLOCK_SIZE) -> bytes
     return b"".join(parts)
 
 
-def _snappy_raw(block: Buffer, budget: int, max_size: int) -> bytes:
+def _snappy_raw(block: memoryview, budget: int, max_size: int) -> bytes:
     try:
-        n, _ = read_uvarint(block, 0)
+        n, _ = read_uvarint(block, 0)  # type: ignore[arg-type]  # any indexable buffer works
     except (IndexError, DecodeError):
         raise CompressionError("Invalid snappy block (bad length preamble)") from None
     if n > budget:
@@ -342,7 +342,8 @@ def _zstd_decompress(data: Buffer, max_size: int) -> bytes:
 
 # --------------------------------------------------------------------------- public API
 
-def compress(codec: CompressionType, data: Buffer, *, magic: int = MAGIC_V2, level: int | None = None) -> bytes:
+def compress(codec: CompressionType, data: Buffer, *, magic: int = MAGIC_V2,
+             level: int | None = None) -> bytes:
     """Compress a records payload the way Kafka's Java producer frames it for ``magic``."""
     if codec is CompressionType.NONE:
         return bytes(data)

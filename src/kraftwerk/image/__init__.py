@@ -1,0 +1,1 @@
+"""The metadata image: replay a metadata log into an immutable image, write it at any version."""

@@ -1,0 +1,781 @@
+"""Reading record batches (magic 0, 1, 2) out of a buffer without copying or decompressing.
+
+``iter_batches`` frames a buffer into ``RecordBatch`` views using only the fixed headers (one
+``struct`` call per batch); payloads are decompressed and records decoded only when ``records()``
+(or ``messages()`` for the v0/v1 deep structure) is called, and then lazily, one record at a time.
+
+``BatchScanner`` is the recovery-friendly variant: it stops at the first truncated or corrupt batch
+and reports where the valid bytes end and why, instead of raising.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import Enum
+from typing import NamedTuple
+
+from crc32c import crc32c
+
+from kraftwerk.protocol.codec import read_varint, read_varlong
+from kraftwerk.protocol.errors import DecodeError
+from kraftwerk.records.compression import decompress
+from kraftwerk.records.errors import (
+    CorruptRecordError,
+    DecompressionLimitError,
+    InvalidRecordError,
+    RecordsError,
+    UnsupportedCompressionError,
+    UnsupportedMagicError,
+)
+from kraftwerk.records.types import (
+    DEFAULT_MAX_DECOMPRESSED_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_V0,
+    MAGIC_V1,
+    MAGIC_V2,
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+    RECORD_BATCH_OVERHEAD,
+    RECORD_OVERHEAD_V0,
+    RECORD_OVERHEAD_V1,
+    CompressionType,
+    ControlRecordType,
+    TimestampType,
+)
+
+log = logging.getLogger(__name__)
+
+Buffer = bytes | bytearray | memoryview
+
+# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
+# baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
+V2_HEADER = struct.Struct(">qiibIhiqqqhii")
+# offset, size, crc, magic, attributes
+LEGACY_HEADER = struct.Struct(">qiIbb")
+LEGACY_TIMESTAMP = struct.Struct(">q")
+_LOG_HEADER = struct.Struct(">qi")
+_I32 = struct.Struct(">i")
+_CONTROL_KEY = struct.Struct(">hh")
+
+_V2_CRC_START = 21  # CRC-32C covers attributes .. end of batch
+_LEGACY_CRC_START = LOG_OVERHEAD + 4  # CRC-32 covers magic .. end of message
+_MAGIC_POS = 16
+_INT32_MAX = 0x7FFFFFFF
+_MIN_V2_RECORD = 7  # length, attributes, ts delta, offset delta, key len, value len, header count
+_NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
+_CODECS = tuple(CompressionType)
+
+Header = tuple[str, bytes | None]
+
+
+class Record(NamedTuple):
+    """One record as a consumer sees it: absolute offset, timestamp, key, value, headers.
+
+    A NamedTuple rather than a dataclass because millions are built per scan and tuple
+    construction is several times cheaper; it is immutable all the same.
+    """
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LegacyMessage:
+    """One v0/v1 message with its on-disk details (the dump tool's deep iteration, CRC checks).
+
+    ``stored_offset`` is the offset as written (relative for inner v1 messages of a compressed
+    wrapper); ``offset`` is the absolute one. ``position`` is relative to the buffer that holds
+    the message: the segment for shallow messages, the decompressed wrapper value for inner ones.
+    """
+
+    offset: int
+    stored_offset: int
+    position: int
+    size: int
+    crc: int
+    computed_crc: int
+    magic: int
+    attributes: int
+    timestamp: int
+    timestamp_type: TimestampType
+    key: bytes | None
+    value: bytes | None
+
+    @property
+    def crc_valid(self) -> bool:
+        return self.crc == self.computed_crc
+
+    @property
+    def compression(self) -> CompressionType:
+        return CompressionType.from_id(self.attributes & 0x07)
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """Kafka's DefaultRecordBatch.incrementSequence: sequences wrap at Int.MAX_VALUE to 0."""
+    if sequence > _INT32_MAX - increment:
+        return increment - (_INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+def parse_control_key(key: bytes | None) -> tuple[int, ControlRecordType]:
+    """(version, type) of a control record key; an unknown type maps to UNKNOWN like Kafka."""
+    if key is None or len(key) < 4:
+        raise InvalidRecordError("Invalid value size found for end control record key")
+    version, type_id = _CONTROL_KEY.unpack_from(key, 0)
+    if version < 0:
+        raise InvalidRecordError(f"Invalid version found for control record: {version}")
+    try:
+        return version, ControlRecordType(type_id)
+    except ValueError:
+        return version, ControlRecordType.UNKNOWN
+
+
+class RecordBatch:
+    """A read-only view of one batch in a buffer: every header field, records on demand.
+
+    For v0/v1 a "batch" is one shallow message (Kafka's AbstractLegacyRecordBatch): either a
+    single uncompressed message, or a compressed wrapper whose value holds an inner message set.
+    Fields that v0/v1 lack take Kafka's defaults (producer id -1, leader epoch -1, ...).
+    ``base_offset`` and ``record_count`` of a compressed v0/v1 wrapper need the payload; they are
+    computed on first access and cached.
+    """
+
+    __slots__ = (
+        "_base_offset",
+        "_buf",
+        "_count",
+        "_legacy",
+        "attributes",
+        "base_sequence",
+        "base_timestamp",
+        "compression",
+        "crc",
+        "delete_horizon_ms",
+        "is_control",
+        "is_transactional",
+        "last_offset",
+        "magic",
+        "max_decompressed_size",
+        "max_timestamp",
+        "partition_leader_epoch",
+        "position",
+        "producer_epoch",
+        "producer_id",
+        "size",
+        "timestamp_type",
+    )
+
+    _buf: memoryview
+    _base_offset: int | None
+    _count: int | None
+    _legacy: tuple[LegacyMessage, ...] | None
+    position: int
+    size: int
+    magic: int
+    last_offset: int
+    crc: int
+    attributes: int
+    compression: CompressionType
+    timestamp_type: TimestampType
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    partition_leader_epoch: int
+    is_transactional: bool
+    is_control: bool
+    delete_horizon_ms: int | None
+    max_decompressed_size: int
+
+    # ------------------------------------------------------------------ derived fields
+
+    @property
+    def base_offset(self) -> int:
+        """First offset; for a compressed v0/v1 wrapper this decompresses the payload once."""
+        if self._base_offset is None:
+            self._base_offset = self.messages()[0].offset
+        return self._base_offset
+
+    @property
+    def record_count(self) -> int:
+        """Number of records; for a compressed v0/v1 wrapper this decompresses the payload once."""
+        if self._count is None:
+            self._count = len(self.messages())
+        return self._count
+
+    @property
+    def count_or_none(self) -> int | None:
+        """The record count when known without decompressing (Kafka's countOrNull)."""
+        return self._count
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    @property
+    def is_compressed(self) -> bool:
+        return self.compression is not CompressionType.NONE
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return increment_sequence(self.base_sequence, self.last_offset - self.base_offset)
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id > NO_PRODUCER_ID
+
+    @property
+    def raw(self) -> memoryview:
+        """The batch bytes, log overhead included (no copy)."""
+        return self._buf[self.position:self.position + self.size]
+
+    @property
+    def payload(self) -> memoryview:
+        """The records section as stored: v2 records (maybe compressed) or the message value."""
+        if self.magic >= MAGIC_V2:
+            return self._buf[self.position + RECORD_BATCH_OVERHEAD:self.position + self.size]
+        start, end = self._legacy_value_span()
+        return self._buf[start:end]
+
+    def sequence_of(self, offset: int) -> int:
+        """Sequence number of the record at ``offset`` (-1 when the batch carries none)."""
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return increment_sequence(self.base_sequence, offset - self.base_offset)
+
+    # ------------------------------------------------------------------ validation
+
+    def computed_crc(self) -> int:
+        """The checksum of the stored bytes (CRC-32C for v2, CRC-32 for v0/v1)."""
+        p = self.position
+        if self.magic >= MAGIC_V2:
+            return int(crc32c(self._buf[p + _V2_CRC_START:p + self.size]))
+        return zlib.crc32(self._buf[p + _LEGACY_CRC_START:p + self.size])
+
+    @property
+    def is_valid(self) -> bool:
+        """Kafka's isValid: the size is sane and the stored CRC matches."""
+        return self.crc == self.computed_crc()
+
+    def ensure_valid(self) -> None:
+        """Raise ``CorruptRecordError`` (naming the position) when the CRC does not match."""
+        computed = self.computed_crc()
+        if computed != self.crc:
+            raise CorruptRecordError(
+                f"Record is corrupt (stored crc = {self.crc}, computed crc = {computed})", self.position)
+
+    # ------------------------------------------------------------------ records
+
+    def records(self) -> Iterator[Record]:
+        """Iterate the records lazily (decompressing first when needed).
+
+        Raises ``CorruptRecordError``/``InvalidRecordError`` for malformed content,
+        ``DecompressionLimitError`` when the payload exceeds ``max_decompressed_size``.
+        """
+        if self.magic >= MAGIC_V2:
+            return self._v2_records()
+        return self._legacy_records()
+
+    def __iter__(self) -> Iterator[Record]:
+        return self.records()
+
+    def decompressed_payload(self) -> bytes:
+        """The records section uncompressed (v2 records or the v0/v1 inner message set)."""
+        data = self.payload
+        if self.compression is CompressionType.NONE:
+            return bytes(data)
+        try:
+            return decompress(self.compression, data, magic=self.magic, max_size=self.max_decompressed_size)
+        except (CorruptRecordError, DecompressionLimitError, UnsupportedCompressionError) as e:
+            e.args = (f"{e.args[0]} (batch at position {self.position})",)
+            raise
+
+    def _v2_records(self) -> Iterator[Record]:
+        count = self._count or 0
+        if self.compression is CompressionType.NONE:
+            p = self.position
+            buf = bytes(self._buf[p + RECORD_BATCH_OVERHEAD:p + self.size])
+        else:
+            buf = self.decompressed_payload()
+        if count > len(buf) // _MIN_V2_RECORD:
+            raise CorruptRecordError(
+                f"Record count {count} cannot fit in {len(buf)} bytes of records", self.position)
+        lat = self.max_timestamp if self.timestamp_type is TimestampType.LOG_APPEND_TIME else None
+        return _decode_v2(buf, count, self._base_offset or 0, self.base_timestamp, lat, self.position)
+
+    def _legacy_value_span(self) -> tuple[int, int]:
+        """(start, end) of the shallow message value in the buffer; validated at framing time."""
+        p = self.position
+        key_at = p + LOG_OVERHEAD + (RECORD_OVERHEAD_V1 if self.magic == MAGIC_V1 else RECORD_OVERHEAD_V0) - 8
+        (key_len,) = _I32.unpack_from(self._buf, key_at)
+        value_at = key_at + 4 + max(key_len, 0)
+        (value_len,) = _I32.unpack_from(self._buf, value_at)
+        start = value_at + 4
+        return start, start + max(value_len, 0)
+
+    def messages(self) -> tuple[LegacyMessage, ...]:
+        """The v0/v1 deep structure: the message itself, or the inner messages of a wrapper."""
+        if self.magic >= MAGIC_V2:
+            raise RecordsError("messages() is only defined for magic v0/v1 batches")
+        if self._legacy is None:
+            if self.compression is CompressionType.NONE:
+                msg = _parse_legacy(self._buf, self.position, self.position + self.size, None, None)
+                self._legacy = (msg,)
+            else:
+                self._legacy = self._inner_messages()
+        return self._legacy
+
+    def wrapper(self) -> LegacyMessage:
+        """The shallow v0/v1 message itself (for a wrapper: its key is null, value the payload)."""
+        if self.magic >= MAGIC_V2:
+            raise RecordsError("wrapper() is only defined for magic v0/v1 batches")
+        return _parse_legacy(self._buf, self.position, self.position + self.size, None, None)
+
+    def _inner_messages(self) -> tuple[LegacyMessage, ...]:
+        start, _ = self._legacy_value_span()
+        if _I32.unpack_from(self._buf, start - 4)[0] < 0:
+            raise InvalidRecordError(
+                f"Found invalid compressed record set with null value (magic = {self.magic})", self.position)
+        data = memoryview(self.decompressed_payload())
+        wrapper_ts = self.max_timestamp
+        wrapper_type = self.timestamp_type
+        inner: list[LegacyMessage] = []
+        pos = 0
+        n = len(data)
+        while n - pos >= LOG_OVERHEAD:
+            _, size = _LOG_HEADER.unpack_from(data, pos)
+            if size < RECORD_OVERHEAD_V0:
+                raise CorruptRecordError("Record size is less than the minimum record overhead "
+                                         f"({RECORD_OVERHEAD_V0})", self.position)
+            if pos + LOG_OVERHEAD + size > n:
+                break  # Kafka's DataLogInputStream stops at a partial inner message
+            msg = _parse_legacy(data, pos, pos + LOG_OVERHEAD + size, wrapper_ts, wrapper_type,
+                                where=self.position)
+            if msg.attributes & 0x07:
+                raise InvalidRecordError("Inner messages must not be compressed", self.position)
+            inner.append(msg)
+            pos += LOG_OVERHEAD + size
+        if not inner:
+            raise InvalidRecordError("Found invalid compressed record set with no inner records",
+                                     self.position)
+        if self.magic == MAGIC_V1:
+            last_inner = inner[-1].stored_offset
+            if self.last_offset == 0:
+                base = 0  # some librdkafka versions wrote wrapper offset 0
+            elif self.last_offset < last_inner:
+                raise InvalidRecordError(
+                    "Found invalid wrapper offset in compressed v1 message set, wrapper offset "
+                    f"'{self.last_offset}' is less than the last inner message offset '{last_inner}' "
+                    "and it is not zero.", self.position)
+            else:
+                base = self.last_offset - last_inner
+            inner = [_with_offset(m, base + m.stored_offset) for m in inner]
+        self._base_offset = inner[0].offset
+        self._count = len(inner)
+        return tuple(inner)
+
+    def _legacy_records(self) -> Iterator[Record]:
+        for m in self.messages():
+            yield Record(m.offset, m.timestamp, m.key, m.value, _NO_HEADERS)
+
+    def __repr__(self) -> str:
+        return (f"RecordBatch(magic={self.magic}, position={self.position}, size={self.size}, "
+                f"last_offset={self.last_offset}, compression={self.compression.kafka_name}, "
+                f"count={self._count})")
+
+
+def _with_offset(m: LegacyMessage, offset: int) -> LegacyMessage:
+    return LegacyMessage(offset, m.stored_offset, m.position, m.size, m.crc, m.computed_crc, m.magic,
+                         m.attributes, m.timestamp, m.timestamp_type, m.key, m.value)
+
+
+def _parse_legacy(buf: memoryview, pos: int, end: int, wrapper_ts: int | None,
+                  wrapper_type: TimestampType | None, where: int | None = None) -> LegacyMessage:
+    """Parse one v0/v1 log entry (offset, size, message) occupying ``buf[pos:end]``."""
+    at = pos if where is None else where
+    offset, _, crc, magic, attributes = LEGACY_HEADER.unpack_from(buf, pos)
+    if magic not in (MAGIC_V0, MAGIC_V1):
+        raise InvalidRecordError(f"Invalid magic found in legacy record: {magic}", at)
+    q = pos + LOG_OVERHEAD + 6
+    if magic == MAGIC_V1:
+        if end - pos < LOG_OVERHEAD + RECORD_OVERHEAD_V1:
+            raise CorruptRecordError("Record size is less than the minimum v1 record overhead", at)
+        (own_ts,) = LEGACY_TIMESTAMP.unpack_from(buf, q)
+        q += 8
+        if wrapper_type is TimestampType.LOG_APPEND_TIME and wrapper_ts is not None:
+            timestamp = wrapper_ts
+        else:
+            timestamp = own_ts
+        if wrapper_type is not None:
+            ts_type = wrapper_type  # inner messages take the wrapper's type (LegacyRecord.timestampType)
+        else:
+            ts_type = TimestampType.LOG_APPEND_TIME if attributes & 0x08 else TimestampType.CREATE_TIME
+    else:
+        timestamp = NO_TIMESTAMP
+        ts_type = TimestampType.NO_TIMESTAMP_TYPE
+    (key_len,) = _I32.unpack_from(buf, q)
+    q += 4
+    if key_len < -1 or key_len > end - q - 4:
+        raise CorruptRecordError(f"Invalid key size {key_len} in legacy record", at)
+    key = None if key_len < 0 else bytes(buf[q:q + key_len])
+    q += max(key_len, 0)
+    (value_len,) = _I32.unpack_from(buf, q)
+    q += 4
+    if value_len < -1 or value_len > end - q:
+        raise CorruptRecordError(f"Invalid value size {value_len} in legacy record", at)
+    value = None if value_len < 0 else bytes(buf[q:q + value_len])
+    computed = zlib.crc32(buf[pos + _LEGACY_CRC_START:end])
+    return LegacyMessage(offset, offset, pos, end - pos, crc, computed, magic, attributes, timestamp, ts_type,
+                         key, value)
+
+
+def _decode_v2(buf: bytes, count: int, base_offset: int, base_ts: int, lat: int | None,
+               where: int) -> Iterator[Record]:
+    """Decode ``count`` v2 records from ``buf`` (hot path: single-byte varints inlined)."""
+    pos = 0
+    end = len(buf)
+    new = tuple.__new__
+    rec_cls = Record
+    no_headers = _NO_HEADERS
+    try:
+        for _ in range(count):
+            b = buf[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                length, pos = read_varint(buf, pos)
+            rec_end = pos + length
+            if length < 6 or rec_end > end:
+                raise CorruptRecordError(f"Invalid record size {length}", where)
+            pos += 1  # attributes: unused
+            b = buf[pos]
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                ts_delta, pos = read_varlong(buf, pos)
+            b = buf[pos]
+            if b < 0x80:
+                off_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                off_delta, pos = read_varint(buf, pos)
+            b = buf[pos]
+            if b < 0x80:
+                n = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                n, pos = read_varint(buf, pos)
+            if n < 0:
+                key = None
+            else:
+                if pos + n > rec_end:
+                    raise CorruptRecordError(f"Invalid key size {n}", where)
+                key = buf[pos:pos + n]
+                pos += n
+            b = buf[pos]
+            if b < 0x80:
+                n = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                n, pos = read_varint(buf, pos)
+            if n < 0:
+                value = None
+            else:
+                if pos + n > rec_end:
+                    raise CorruptRecordError(f"Invalid value size {n}", where)
+                value = buf[pos:pos + n]
+                pos += n
+            b = buf[pos]
+            if b == 0:
+                headers = no_headers
+                pos += 1
+            else:
+                headers, pos = _decode_headers(buf, pos, rec_end, where)
+            if pos != rec_end:
+                raise CorruptRecordError(
+                    f"Invalid record size: expected to read {length} bytes in record payload, "
+                    f"but instead read {length + pos - rec_end}", where)
+            yield new(rec_cls, (base_offset + off_delta, lat if lat is not None else base_ts + ts_delta,
+                                key, value, headers))
+        if pos != end:
+            raise CorruptRecordError("Incorrect declared batch size, records still remaining in file", where)
+    except (IndexError, DecodeError) as e:
+        raise CorruptRecordError(f"Malformed record: {e or 'truncated'}", where) from None
+
+
+def _decode_headers(buf: bytes, pos: int, rec_end: int, where: int) -> tuple[tuple[Header, ...], int]:
+    count, pos = read_varint(buf, pos)
+    if count < 0 or count > (rec_end - pos) // 2:
+        raise CorruptRecordError(f"Found invalid number of record headers {count}", where)
+    out: list[Header] = []
+    for _ in range(count):
+        n, pos = read_varint(buf, pos)
+        if n < 0 or pos + n > rec_end:
+            raise CorruptRecordError(f"Invalid header key size {n}", where)
+        try:
+            hkey = buf[pos:pos + n].decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorruptRecordError("Header key is not valid UTF-8", where) from None
+        pos += n
+        n, pos = read_varint(buf, pos)
+        if n < 0:
+            hval = None
+        else:
+            if pos + n > rec_end:
+                raise CorruptRecordError(f"Invalid header value size {n}", where)
+            hval = buf[pos:pos + n]
+            pos += n
+        out.append((hkey, hval))
+    return tuple(out), pos
+
+
+# ---------------------------------------------------------------------- framing
+
+def _as_view(data: Buffer) -> memoryview:
+    mv = data if isinstance(data, memoryview) else memoryview(data)
+    if mv.format != "B" or mv.ndim != 1:
+        mv = mv.cast("B")
+    return mv
+
+
+def _new_batch(mv: memoryview, pos: int, size: int, magic: int, max_decompressed: int) -> RecordBatch:
+    """Build the view of the batch at ``pos`` (``size`` includes the log overhead)."""
+    b = RecordBatch.__new__(RecordBatch)
+    b._buf = mv
+    b.position = pos
+    b.size = size
+    b.magic = magic
+    b._legacy = None
+    b.max_decompressed_size = max_decompressed
+    if magic >= MAGIC_V2:
+        if size < RECORD_BATCH_OVERHEAD:
+            raise CorruptRecordError(
+                f"Record batch is corrupt (the size {size} is smaller than the minimum allowed overhead "
+                f"{RECORD_BATCH_OVERHEAD})", pos)
+        (base_offset, _, ple, _, crc, attrs, last_delta, base_ts, max_ts, pid, epoch, base_seq,
+         count) = V2_HEADER.unpack_from(mv, pos)
+        codec = attrs & 0x07
+        if codec > 4:
+            raise CorruptRecordError(f"Unknown compression type id: {codec}", pos)
+        if count < 0:
+            raise CorruptRecordError(f"Found invalid record count {count}", pos)
+        b._base_offset = base_offset
+        b.last_offset = base_offset + last_delta
+        b.crc = crc
+        b.attributes = attrs
+        b.compression = _CODECS[codec]
+        b.timestamp_type = TimestampType.LOG_APPEND_TIME if attrs & 0x08 else TimestampType.CREATE_TIME
+        b.is_transactional = bool(attrs & 0x10)
+        b.is_control = bool(attrs & 0x20)
+        b.delete_horizon_ms = base_ts if attrs & 0x40 else None
+        b.base_timestamp = base_ts
+        b.max_timestamp = max_ts
+        b.producer_id = pid
+        b.producer_epoch = epoch
+        b.base_sequence = base_seq
+        b.partition_leader_epoch = ple
+        b._count = count
+        return b
+    overhead = RECORD_OVERHEAD_V1 if magic == MAGIC_V1 else RECORD_OVERHEAD_V0
+    if size - LOG_OVERHEAD < overhead:
+        raise CorruptRecordError(
+            f"Record size {size - LOG_OVERHEAD} is less than the minimum record overhead ({overhead})", pos)
+    offset, _, crc, _, attrs = LEGACY_HEADER.unpack_from(mv, pos)
+    codec = attrs & 0x07
+    if codec > 3:
+        raise CorruptRecordError(f"Invalid compression type id {codec} for magic {magic}", pos)
+    # the key and value lengths must stay inside the message (checked once, here)
+    key_at = pos + LOG_OVERHEAD + overhead - 8
+    end = pos + size
+    (key_len,) = _I32.unpack_from(mv, key_at)
+    if key_len < -1 or key_len > end - key_at - 8:
+        raise CorruptRecordError(f"Invalid key size {key_len} in legacy record", pos)
+    value_at = key_at + 4 + max(key_len, 0)
+    (value_len,) = _I32.unpack_from(mv, value_at)
+    if value_len < -1 or value_len > end - value_at - 4:
+        raise CorruptRecordError(f"Invalid value size {value_len} in legacy record", pos)
+    b.last_offset = offset
+    b.crc = crc
+    b.attributes = attrs
+    b.compression = _CODECS[codec]
+    if magic == MAGIC_V1:
+        (ts,) = LEGACY_TIMESTAMP.unpack_from(mv, pos + LOG_OVERHEAD + 6)
+        b.timestamp_type = TimestampType.LOG_APPEND_TIME if attrs & 0x08 else TimestampType.CREATE_TIME
+    else:
+        ts = NO_TIMESTAMP
+        b.timestamp_type = TimestampType.NO_TIMESTAMP_TYPE
+    b.base_timestamp = ts
+    b.max_timestamp = ts
+    b.is_transactional = False
+    b.is_control = False
+    b.delete_horizon_ms = None
+    b.producer_id = NO_PRODUCER_ID
+    b.producer_epoch = NO_PRODUCER_EPOCH
+    b.base_sequence = NO_SEQUENCE
+    b.partition_leader_epoch = NO_PARTITION_LEADER_EPOCH
+    if codec:
+        b._base_offset = None
+        b._count = None
+    else:
+        b._base_offset = offset
+        b._count = 1
+    return b
+
+
+class TailReason(Enum):
+    """Why a scan stopped before the end of the buffer."""
+
+    TRUNCATED = "truncated"  # a partial batch at the end (an interrupted append)
+    CORRUPT = "corrupt"  # bad size/magic/CRC/records: the bytes from here on are not trustworthy
+
+
+@dataclass(frozen=True, slots=True)
+class Tail:
+    """The unreadable end of a scanned range: where it starts, how long it is and why."""
+
+    position: int
+    length: int
+    reason: TailReason
+    message: str
+
+
+class BatchScanner:
+    """Iterate the valid batches of ``data[start:end]``; stop (without raising) at the first bad one.
+
+    After iteration ``valid_end`` is the position just past the last good batch and ``tail`` says
+    what follows it (``None`` when the range was consumed exactly). ``validate`` checks CRCs;
+    ``deep`` also decodes every record (and decompresses), as a thorough recovery would.
+    """
+
+    def __init__(self, data: Buffer, start: int = 0, end: int | None = None, *, validate: bool = True,
+                 deep: bool = False, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> None:
+        self._mv = _as_view(data)
+        self.start = start
+        self.end = len(self._mv) if end is None else min(end, len(self._mv))
+        self.validate = validate
+        self.deep = deep
+        self.max_decompressed_size = max_decompressed_size
+        self.valid_end = start
+        self.tail: Tail | None = None
+
+    def __iter__(self) -> Iterator[RecordBatch]:
+        self.valid_end = self.start
+        self.tail = None
+        it = _frame(self._mv, self.start, self.end, self.max_decompressed_size)
+        while True:
+            try:
+                batch = next(it)
+            except StopIteration:
+                break
+            except _Truncated as t:
+                self.tail = Tail(t.position, self.end - t.position, TailReason.TRUNCATED, str(t))
+                return
+            except RecordsError as e:
+                self.tail = Tail(self.valid_end, self.end - self.valid_end, TailReason.CORRUPT, str(e))
+                return
+            try:
+                if self.validate:
+                    batch.ensure_valid()
+                if self.deep:
+                    for _ in batch.records():
+                        pass
+            except RecordsError as e:
+                self.tail = Tail(batch.position, self.end - batch.position, TailReason.CORRUPT, str(e))
+                return
+            self.valid_end = batch.position + batch.size
+            yield batch
+
+
+@dataclass(frozen=True, slots=True)
+class ScanResult:
+    """All valid batches of a range plus where and why the valid bytes end."""
+
+    batches: tuple[RecordBatch, ...]
+    valid_end: int
+    tail: Tail | None
+
+
+def scan_batches(data: Buffer, start: int = 0, end: int | None = None, *, validate: bool = True,
+                 deep: bool = False,
+                 max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> ScanResult:
+    """Collect a ``BatchScanner`` run: the storage layer's recovery primitive."""
+    scanner = BatchScanner(data, start, end, validate=validate, deep=deep,
+                           max_decompressed_size=max_decompressed_size)
+    batches = tuple(scanner)
+    return ScanResult(batches, scanner.valid_end, scanner.tail)
+
+
+class _Truncated(Exception):
+    def __init__(self, message: str, position: int) -> None:
+        super().__init__(message)
+        self.position = position
+
+
+def _frame(mv: memoryview, pos: int, end: int, max_decompressed: int) -> Iterator[RecordBatch]:
+    """Yield batch views; raise ``_Truncated`` at a partial tail, ``CorruptRecordError`` at bad framing."""
+    unpack = _LOG_HEADER.unpack_from
+    while pos < end:
+        remaining = end - pos
+        if remaining < LOG_OVERHEAD:
+            raise _Truncated(f"{remaining} trailing bytes are shorter than a batch header", pos)
+        _, size = unpack(mv, pos)
+        if size < RECORD_OVERHEAD_V0:
+            raise CorruptRecordError(
+                f"Record size {size} is less than the minimum record overhead ({RECORD_OVERHEAD_V0})", pos)
+        if remaining < _MAGIC_POS + 1:
+            raise _Truncated(f"{remaining} trailing bytes are shorter than a batch header", pos)
+        magic = mv[pos + _MAGIC_POS]
+        if magic > MAGIC_V2:
+            signed = magic if magic < 128 else magic - 256
+            raise UnsupportedMagicError(f"Invalid magic found in record: {signed}", pos)
+        total = size + LOG_OVERHEAD
+        if total > remaining:
+            raise _Truncated(f"batch of {total} bytes but only {remaining} bytes left", pos)
+        yield _new_batch(mv, pos, total, magic, max_decompressed)
+        pos += total
+
+
+def iter_batches(data: Buffer, start: int = 0, end: int | None = None, *, validate: bool = False,
+                 max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> Iterator[RecordBatch]:
+    """Iterate batch views over ``data[start:end]`` without decompressing anything.
+
+    A partial batch at the end is skipped silently, like Kafka's log input streams do (use
+    ``BatchScanner`` to learn about it); bad framing raises ``CorruptRecordError`` with the
+    position. With ``validate`` every batch's CRC is checked too.
+    """
+    mv = _as_view(data)
+    stop = len(mv) if end is None else min(end, len(mv))
+    it = _frame(mv, start, stop, max_decompressed_size)
+    while True:
+        try:
+            batch = next(it)
+        except StopIteration:
+            return
+        except _Truncated:
+            log.debug("ignoring a partial batch at the end of the buffer")
+            return
+        if validate:
+            batch.ensure_valid()
+        yield batch
+
+
+def iter_records(data: Buffer, start: int = 0, end: int | None = None, *,
+                 max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> Iterator[Record]:
+    """Every record of every batch (deep iteration), in log order."""
+    for batch in iter_batches(data, start, end, max_decompressed_size=max_decompressed_size):
+        yield from batch.records()
