@@ -49,6 +49,6 @@ def _field(f: Field, version: int, depth: int) -> st.SearchStrategy[Any]:
     else:
         element = _primitive(f.element_type)
     base = st.lists(element, max_size=3 if depth < 2 else 1) if f.is_array else element
-    if version in f.nullable_versions or (f.element_type == "records" and not f.is_array):
+    if version in f.nullable_versions:
         return st.one_of(st.none(), base)
     return base

@@ -95,7 +95,8 @@ def _pairs(fields: tuple[Field, ...], version: int, cls: type[Any]) -> list[tupl
     their_names = [k.name for k in theirs]
     # kio drops the unit suffix of fields it turns into timedelta/datetime values.
     ours_names = [
-        o[:-3] if o.endswith("_ms") and o[:-3] == t else o for o, t in zip(ours_names, their_names, strict=False)
+        o[:-3] if o.endswith("_ms") and o[:-3] == t else o
+        for o, t in zip(ours_names, their_names, strict=False)
     ]
     assert ours_names == their_names, f"{cls.__name__} v{version}: {ours_names} != {their_names}"
     return [(f, k, hints[k.name]) for f, k in zip(ours, theirs, strict=True)]
@@ -303,15 +304,19 @@ def _check_shape(fields: tuple[Field, ...], version: int, cls: type[Any], flexib
             sub = _inner_dataclass(hint)
             assert sub is not None
             _check_shape(f.fields, version, sub, flexible)
-        if k.default is not dataclasses.MISSING:
-            if f.is_struct and not f.is_array:
-                theirs = from_kio(f.fields, version, k.default)
-                assert theirs == _present(f.fields, version, f.default_value()), where
-            elif not f.is_struct:
-                assert _prim_from_kio(kt or f.type, _prim_to_kio(kt or f.type, f.default_value())) == \
-                    _prim_from_kio(kt or f.type, k.default) or (f.default_null and k.default is None), where
-        elif k.default_factory is not dataclasses.MISSING:
+        if k.default_factory is not dataclasses.MISSING:
             assert f.is_array and f.default_value() == list(k.default_factory()), where
+        if k.default is dataclasses.MISSING:
+            continue  # kio requires it: Kafka declares no default beyond the type's zero
+        if f.is_array:
+            assert f.default_value() == list(k.default), where
+        elif f.is_struct:
+            expected = _present(f.fields, version, f.default_value())
+            assert from_kio(f.fields, version, k.default) == expected, where
+        else:
+            kind = kt or f.type
+            ours = _prim_from_kio(kind, _prim_to_kio(kind, f.default_value()))
+            assert ours == _prim_from_kio(kind, k.default), where
 
 
 @pytest.mark.interop
@@ -392,7 +397,8 @@ def test_produce_response_v0_to_v2_layout() -> None:
     assert codec.encode(data.PRODUCE_RESPONSE, 0, value) == v0  # both newer fields are ignorable
     assert codec.encode(data.PRODUCE_RESPONSE, 1, value) == v0 + struct.pack(">i", 5)
     assert codec.encode(data.PRODUCE_RESPONSE, 2, value) == (
-        struct.pack(">i", 1) + _s("t") + struct.pack(">iihqq", 1, 1, 0, 42, 1700000000000) + struct.pack(">i", 5))
+        struct.pack(">i", 1) + _s("t") + struct.pack(">iihqq", 1, 1, 0, 42, 1700000000000)
+        + struct.pack(">i", 5))
 
 
 def test_fetch_v0_layout() -> None:
@@ -455,7 +461,8 @@ def test_old_topic_admin_layouts() -> None:
     assert codec.encode(topics.DELETE_TOPICS_REQUEST, 0, delete) == (
         struct.pack(">i", 2) + _s("a") + _s("b") + struct.pack(">i", 100))
     # v6 replaces TopicNames with Topics; the old list is ignorable, the new one is not.
-    assert codec.encode(topics.DELETE_TOPICS_REQUEST, 6, delete) == bytes([1]) + struct.pack(">i", 100) + b"\x00"
+    v6 = codec.encode(topics.DELETE_TOPICS_REQUEST, 6, delete)
+    assert v6 == bytes([1]) + struct.pack(">i", 100) + b"\x00"
     with pytest.raises(UnsupportedVersionError):
         codec.encode(topics.DELETE_TOPICS_REQUEST, 5, {"topics": [{"name": "a", "topicId": ZERO_UUID}]})
     metadata = {"topics": [{"name": "t"}]}
@@ -487,7 +494,7 @@ def test_flexible_tagged_fields() -> None:
              "maxWaitMs": 0, "minBytes": 0, "topics": [], "forgottenTopicsData": []}
     out = codec.encode(data.FETCH_REQUEST, 15, value)
     fixed = struct.pack(">iiibii", 0, 0, 0x7FFFFFFF, 0, 0, -1) + b"\x01\x01" + b"\x01"
-    tags = b"\x02" + b"\x00\x04\x04abc" + b"\x01\x0c" + struct.pack(">iq", 3, 9)
+    tags = b"\x02" + b"\x00\x04\x04abc" + b"\x01\x0d" + struct.pack(">iq", 3, 9) + b"\x00"
     assert out == fixed + tags
     decoded = codec.decode(data.FETCH_REQUEST, 15, out)
     assert decoded["clusterId"] == "abc" and decoded["replicaState"] == {"replicaId": 3, "replicaEpoch": 9}

@@ -77,7 +77,8 @@ def endpoints_from(value: Iterable[Mapping[str, Any]] | None) -> tuple[Endpoint,
 
 def features_from(value: Iterable[Mapping[str, Any]] | None) -> tuple[tuple[str, SupportedRange], ...]:
     """Supported ranges sorted by name: Kafka keeps them in a map, so order carries no meaning."""
-    pairs = {f["name"]: SupportedRange(f["minSupportedVersion"], f["maxSupportedVersion"]) for f in value or ()}
+    pairs = {f["name"]: SupportedRange(f["minSupportedVersion"], f["maxSupportedVersion"])
+             for f in value or ()}
     return tuple(sorted(pairs.items()))
 
 
@@ -215,7 +216,7 @@ class MetadataDelta:
         self._quotas: dict[QuotaEntity, dict[str, float]] = {}
         self._producer_ids_next: int | None = None
         self._acls: dict[uuid.UUID, StandardAcl | None] = {}
-        self._scram: dict[tuple[int, str], ScramCredential | None] = {}
+        self._scram_changes: dict[tuple[int, str], ScramCredential | None] = {}
         self._tokens: dict[str, DelegationToken | None] = {}
         self._txn: list[tuple[MetadataRecord, int]] | None = None
         self.records_replayed = 0
@@ -308,7 +309,8 @@ class MetadataDelta:
     def _broker_or_throw(self, broker_id: int, epoch: int, action: str) -> BrokerRegistration:
         cur = self.broker(broker_id)
         if cur is None:
-            raise MetadataReplayError(f"Tried to {action} broker {broker_id}, but that broker was not registered.")
+            raise MetadataReplayError(
+                f"Tried to {action} broker {broker_id}, but that broker was not registered.")
         if cur.epoch != epoch:
             raise MetadataReplayError(
                 f"Tried to {action} broker {broker_id}, but the given epoch, {epoch}, did not match "
@@ -340,7 +342,8 @@ class MetadataDelta:
         elif fenced == -1:
             changes["fenced"] = False
         elif fenced != 0:
-            raise MetadataReplayError(f"Unable to replay BrokerRegistrationChangeRecord: bad fenced value {fenced}")
+            raise MetadataReplayError(
+                f"Unable to replay BrokerRegistrationChangeRecord: bad fenced value {fenced}")
         shutdown = value.get("inControlledShutdown", 0)
         if shutdown == 1:
             changes["in_controlled_shutdown"] = True
@@ -435,7 +438,8 @@ class MetadataDelta:
         if name:
             tid = self._topic_id_by_name(name)
             if tid is None:
-                raise MetadataReplayError(f"Unable to clear elr for topic with name {name}: no such topic found.")
+                raise MetadataReplayError(
+                    f"Unable to clear elr for topic with name {name}: no such topic found.")
             ids = [tid]
         else:
             ids = [tid for tid in self._current_topic_ids()]
@@ -461,7 +465,8 @@ class MetadataDelta:
 
     def _current_topic_ids(self) -> list[uuid.UUID]:
         ids = [tid for tid in self._base.topics.by_id if tid not in self._deleted_topics]
-        ids.extend(tid for tid in self._topics if tid not in self._base.topics.by_id or tid in self._deleted_topics)
+        ids.extend(tid for tid in self._topics
+                   if tid not in self._base.topics.by_id or tid in self._deleted_topics)
         return ids
 
     # ------------------------------------------------------------------ configs, quotas, security
@@ -510,11 +515,12 @@ class MetadataDelta:
         acl_id = value["id"]
         present = self._acls[acl_id] is not None if acl_id in self._acls else acl_id in self._base.acls
         if not present:
-            raise MetadataReplayError(f"Failed to find existing ACL with ID {acl_id} in either image or changes")
+            raise MetadataReplayError(
+                f"Failed to find existing ACL with ID {acl_id} in either image or changes")
         self._acls[acl_id] = None
 
     def _scram(self, value: Value, offset: int) -> None:
-        self._scram[(value["mechanism"], value["name"])] = ScramCredential(
+        self._scram_changes[(value["mechanism"], value["name"])] = ScramCredential(
             salt=bytes(value["salt"]),
             stored_key=bytes(value["storedKey"]),
             server_key=bytes(value["serverKey"]),
@@ -523,11 +529,12 @@ class MetadataDelta:
 
     def _remove_scram(self, value: Value, offset: int) -> None:
         key = (value["mechanism"], value["name"])
-        present = self._scram[key] is not None if key in self._scram else key in self._base.scram
+        changes = self._scram_changes
+        present = changes[key] is not None if key in changes else key in self._base.scram
         if not present:
             raise MetadataReplayError(
                 f"Failed to find existing SCRAM credential for {value['name']} ({value['mechanism']})")
-        self._scram[key] = None
+        self._scram_changes[key] = None
 
     def _token(self, value: Value, offset: int) -> None:
         token = DelegationToken(
@@ -593,9 +600,8 @@ class MetadataDelta:
                 {e: dict(sorted(q.items())) for e, q in self._quotas.items() if q},
                 removed=[e for e, q in self._quotas.items() if not q])
         epoch = base.features_epoch if self._features_epoch is None else self._features_epoch
-        if self.snapshot and provenance.last_offset >= 0:
-            epoch = provenance.last_offset
-        elif self._features_epoch is not None and self._features_epoch < 0:
+        snapshot_epoch = self.snapshot and provenance.last_offset >= 0
+        if snapshot_epoch or (self._features_epoch is not None and self._features_epoch < 0):
             epoch = provenance.last_offset
         return MetadataImage(
             features=features,
@@ -606,7 +612,7 @@ class MetadataDelta:
             producer_ids_next=base.producer_ids_next if self._producer_ids_next is None
             else self._producer_ids_next,
             acls=_merge_pmap(base.acls, self._acls),
-            scram=_merge_pmap(base.scram, self._scram),
+            scram=_merge_pmap(base.scram, self._scram_changes),
             delegation_tokens=_merge_pmap(base.delegation_tokens, self._tokens),
             provenance=provenance,
             features_epoch=epoch,

@@ -1,7 +1,7 @@
 """A readable description of an image (what ``kraftwerk metadata show`` prints).
 
-Config values that may be secrets are redacted: a name containing ``password``, ``secret``,
-``credentials`` or ``token``, every ``*.jaas.config`` and keys/keystores. SCRAM credentials and
+Config values that may be secrets are redacted: a name containing ``password``, ``secret`` or
+``credentials``, every ``*.jaas.config`` and private keys (``ssl.keystore.key``). SCRAM credentials and
 delegation tokens are counted, never shown.
 """
 
@@ -25,8 +25,7 @@ from kraftwerk.protocol.json_form import uuid_to_str
 from kraftwerk.versions.metadata_version import FEATURE_NAME, MetadataVersion
 
 HIDDEN = "[hidden]"
-_SENSITIVE_PARTS = ("password", "secret", "credentials", "token", "jaas.config", "private.key",
-                    "keystore.key", "key.password")
+_SENSITIVE_PARTS = ("password", "secret", "credentials", "jaas.config", "private.key", "keystore.key")
 
 
 def is_sensitive(config_name: str) -> bool:
@@ -219,7 +218,9 @@ def render_text(desc: Mapping[str, Any]) -> list[str]:
             )
     for c in desc["configs"]:
         pairs = ",".join(f"{k}={v}" for k, v in c["configs"].items())
-        lines.append(f"Configs for {c['resourceType'].lower()} '{c['resourceName']}': {pairs}")
+        what = f"{c['resourceType'].lower()} '{c['resourceName']}'" if c["resourceName"] else \
+            f"{c['resourceType'].lower()} (cluster default)"
+        lines.append(f"Configs for {what}: {pairs}")
     for q in desc["clientQuotas"]:
         ent = ",".join(f"{t}={n if n is not None else '<default>'}" for t, n in q["entity"].items())
         lines.append(f"ClientQuotas for {ent}: " + ",".join(f"{k}={v}" for k, v in q["quotas"].items()))
@@ -230,10 +231,4 @@ def render_text(desc: Mapping[str, Any]) -> list[str]:
 
 
 def _range_text(features: Mapping[str, Mapping[str, Any]]) -> str:
-    parts = []
-    for name, r in features.items():
-        if "minVersion" in r:
-            parts.append(f"{name}={r['minVersion']}-{r['maxVersion']}")
-        else:
-            parts.append(f"{name}={r['min']}-{r['max']}")
-    return ",".join(parts) or "-"
+    return ",".join(f"{name}={r['min']}-{r['max']}" for name, r in features.items()) or "-"

@@ -110,10 +110,7 @@ class PMap(Mapping[K, V], Generic[K, V]):
             return True
         if not isinstance(other, Mapping) or len(self) != len(other):
             return False
-        for key in self:
-            if key not in other or other[key] != self[key]:
-                return False
-        return True
+        return all(key in other and other[key] == self[key] for key in self)
 
     __hash__ = None  # type: ignore[assignment]
 

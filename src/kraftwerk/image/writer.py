@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kraftwerk.image.errors import UnwritableMetadataError
+from kraftwerk.image.errors import ImageError, UnwritableMetadataError
 from kraftwerk.image.model import (
     DIR_MIGRATING,
     BrokerRegistration,
@@ -132,7 +132,7 @@ def write_image(image: MetadataImage, options: ImageWriterOptions | MetadataVers
     """Write ``image`` at ``options.metadata_version`` (default: the image's own version)."""
     if options is None:
         if image.metadata_version is None:
-            raise UnwritableMetadataError.__new__(UnwritableMetadataError)  # pragma: no cover
+            raise ImageError("the image has no metadata.version; give the version to write it at")
         options = ImageWriterOptions(image.metadata_version)
     elif isinstance(options, MetadataVersion):
         options = ImageWriterOptions(options)
@@ -150,7 +150,7 @@ def write_image(image: MetadataImage, options: ImageWriterOptions | MetadataVers
         if options.loss_policy is LossPolicy.REFUSE:
             raise UnwritableMetadataError(w.mv, w.losses)
         for loss in w.losses:
-            log.warning("Dropping metadata that metadata.version %s cannot represent: %s", w.mv, loss)
+            log.info("Dropping metadata that metadata.version %s cannot represent: %s", w.mv, loss)
     return ImageWriteResult(w.mv, tuple(w.records), tuple(w.losses))
 
 
@@ -268,8 +268,16 @@ def controller_record(controller: ControllerRegistration) -> dict[str, Any]:
     }
 
 
+def register_broker_record_version(mv: MetadataVersion) -> int:
+    """The catalogue's version, or v5 (StaticConfigs, a kraftwerk extension) from its version on."""
+    version = mv.register_broker_record_version()
+    if mv >= STATIC_CONFIGS_VERSION and _has_field("RegisterBrokerRecord", "staticConfigs"):
+        version = max(version, 5)
+    return version
+
+
 def _write_cluster(image: MetadataImage, w: _Writer) -> None:
-    version = w.mv.register_broker_record_version()
+    version = register_broker_record_version(w.mv)
     for broker in image.cluster.brokers.values():
         w.write("RegisterBrokerRecord", version, broker_record(broker, w))
     if image.cluster.controllers:

@@ -343,7 +343,7 @@ class _Gen:
                 e(ind, "n, = _struct.unpack_from('>i', buf, pos)")
                 e(ind, "pos += 4")
             e(ind, "if n < 0:")
-            if nullable or typ == "records":
+            if nullable:
                 e(ind + 1, f"{pre}None{post}")
             else:
                 e(ind + 1, f"raise _bad_null({name!r})")
@@ -469,7 +469,7 @@ class _Gen:
             e(ind, f"{out} += {var}.bytes")
         elif typ in ("string", "bytes", "records"):
             e(ind, f"if {var} is None:")
-            if not (nullable or typ == "records"):
+            if not nullable:
                 e(ind + 1, f"raise _null_write({name!r})")
             elif self.flexible:
                 e(ind + 1, f"{out}.append(0)")

@@ -137,12 +137,14 @@ class Field:
             return {f.json_name: f.default_value() for f in self.fields}
         if self.default is not None:
             return self.default
+        if self.type == "records" and not self.nullable_versions.is_empty():
+            return None  # Kafka's generated classes start record sets out as null
         return _ZERO[self.type]
 
 
 _ZERO: dict[str, Any] = {
     "int8": 0, "int16": 0, "int32": 0, "int64": 0, "uint16": 0, "uint32": 0, "float64": 0.0,
-    "bool": False, "uuid": ZERO_UUID, "string": "", "bytes": b"", "records": None,
+    "bool": False, "uuid": ZERO_UUID, "string": "", "bytes": b"", "records": b"",
 }
 
 

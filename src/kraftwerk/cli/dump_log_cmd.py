@@ -1,0 +1,473 @@
+"""``kraftwerk dump-log``: kafka-dump-log.sh for data segments, metadata logs, snapshots, indexes.
+
+Text output follows Kafka's DumpLogSegments line for line; ``--output json`` prints one JSON
+object per batch with its records nested. Files are memory-mapped and walked batch by batch, so
+memory does not grow with the file size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import mmap
+import os
+import struct
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kraftwerk.cli.main import UsageError
+from kraftwerk.errors import KraftwerkError
+from kraftwerk.protocol import codec, control_records, frame, json_form
+from kraftwerk.protocol.control_records import ControlRecordType
+from kraftwerk.protocol.errors import ProtocolError
+from kraftwerk.records.batch import BatchScanner, RecordBatch, TailReason
+from kraftwerk.records.errors import RecordsError
+from kraftwerk.records.types import TimestampType
+
+INT32_MAX = 2**31 - 1
+BOOTSTRAP_FILENAME = "bootstrap.checkpoint"
+_INDEX_ENTRY = struct.Struct(">ii")
+_TIME_INDEX_ENTRY = struct.Struct(">qi")
+
+
+class DumpError(KraftwerkError):
+    """A file that cannot be dumped (unreadable, corrupt framing)."""
+
+
+def register(groups: Any) -> None:
+    parser = groups.add_parser(
+        "dump-log", help="dump log segments, snapshots and indexes (kafka-dump-log.sh)",
+        description="Parse log files and dump their contents, like kafka-dump-log.sh.")
+    parser.add_argument("--files", required=True,
+                        help="REQUIRED: the comma separated list of data and index log files to be dumped")
+    parser.add_argument("--deep-iteration", action="store_true",
+                        help="iterate records, not only batches (implied by --print-data-log)")
+    parser.add_argument("--print-data-log", action="store_true", help="print the records' content")
+    parser.add_argument("--cluster-metadata-decoder", action="store_true",
+                        help="decode record values as KRaft cluster metadata records")
+    parser.add_argument("--skip-record-metadata", action="store_true",
+                        help="skip metadata when printing records (also skips control records)")
+    parser.add_argument("--max-bytes", type=int, default=INT32_MAX,
+                        help="limit the bytes of batches read from each .log file")
+    parser.add_argument("--verify-index-only", action="store_true",
+                        help="verify index files without printing their entries")
+    parser.add_argument("--index-sanity-check", action="store_true",
+                        help="only check that index files are sane")
+    parser.add_argument("--output", choices=("text", "json"), default="text",
+                        help="output format (default text; json prints one object per batch)")
+    parser.set_defaults(func=run)
+
+
+@dataclass
+class Options:
+    print_contents: bool
+    deep: bool
+    metadata: bool
+    skip_record_metadata: bool
+    max_bytes: int
+    verify_only: bool
+    sanity_only: bool
+    json: bool
+    out: Callable[[str], None] = field(default=lambda s: sys.stdout.write(s))
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.max_bytes <= 0:
+        raise UsageError("--max-bytes must be positive")
+    print_contents = args.print_data_log or args.cluster_metadata_decoder
+    opts = Options(
+        print_contents=print_contents,
+        deep=args.deep_iteration or print_contents,
+        metadata=args.cluster_metadata_decoder,
+        skip_record_metadata=args.skip_record_metadata,
+        max_bytes=args.max_bytes,
+        verify_only=args.verify_index_only,
+        sanity_only=args.index_sanity_check,
+        json=args.output == "json",
+    )
+    problems: list[str] = []
+    for name in args.files.split(","):
+        path = Path(name)
+        if not opts.json:
+            opts.out(f"Dumping {name}\n")
+        suffix = path.suffix
+        if suffix in (".log", ".checkpoint"):
+            dump_log(path, opts, problems)
+        elif suffix == ".index":
+            dump_index(path, opts, problems)
+        elif suffix == ".timeindex":
+            dump_time_index(path, opts, problems)
+        else:
+            print(f"Ignoring unknown file {name}", file=sys.stderr)
+    for line in problems:
+        print(line, file=sys.stderr)
+    return 0
+
+
+@contextmanager
+def _mapped(path: Path) -> Iterator[memoryview]:
+    """The file's bytes, memory-mapped (empty files give an empty view)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        raise DumpError(f"cannot open {path}: {exc.strerror}") from None
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            yield memoryview(b"")
+            return
+        with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mm:
+            view = memoryview(mm)
+            try:
+                yield view
+            finally:
+                view.release()
+    finally:
+        os.close(fd)
+
+
+def _start_offset(path: Path) -> int:
+    try:
+        return int(path.name.split(".")[0])
+    except ValueError:
+        raise DumpError(f"{path.name} is not named after its base offset") from None
+
+
+# ---------------------------------------------------------------- logs and snapshots
+
+def dump_log(path: Path, opts: Options, problems: list[str]) -> None:
+    if not opts.json:
+        if path.suffix == ".log":
+            opts.out(f"Log starting offset: {_start_offset(path)}\n")
+        elif path.name == BOOTSTRAP_FILENAME:
+            opts.out("KRaft bootstrap snapshot\n")
+        else:
+            end_offset, epoch = _snapshot_id(path)
+            opts.out(f"Snapshot end offset: {end_offset}, epoch: {epoch}\n")
+    with _mapped(path) as data:
+        limit = min(len(data), opts.max_bytes)
+        scanner = BatchScanner(data, 0, limit, validate=False)
+        last_offset = -1
+        gaps: list[tuple[int, int]] = []
+        try:
+            for batch in scanner:
+                if opts.json:
+                    opts.out(json.dumps(_batch_json(batch, opts), separators=(",", ":")) + "\n")
+                    continue
+                opts.out(_batch_line(batch))
+                if opts.deep:
+                    last_offset = _print_records(batch, opts, last_offset, gaps)
+        except RecordsError as exc:
+            raise DumpError(f"{path}: {exc}") from None
+        tail = scanner.tail
+        if tail is not None and tail.reason is TailReason.CORRUPT:
+            raise DumpError(f"{path}: {tail.message} (at position {tail.position})")
+        trailing = len(data) - scanner.valid_end
+        if trailing > 0 and opts.max_bytes == INT32_MAX and not opts.json:
+            opts.out(f"Found {trailing} invalid bytes at the end of {path.name}\n")
+    if gaps:
+        problems.append(f"Non-consecutive offsets in {path.resolve()}")
+        problems.extend(f"  {a} is followed by {b}" for a, b in gaps)
+
+
+def _snapshot_id(path: Path) -> tuple[int, int]:
+    stem = path.name[: -len(".checkpoint")]
+    parts = stem.split("-")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise DumpError(f"{path.name} is not a snapshot file name (<end offset>-<epoch>.checkpoint)")
+    return int(parts[0]), int(parts[1])
+
+
+def _timestamp_name(batch: RecordBatch) -> str:
+    return TimestampType(batch.timestamp_type).kafka_name
+
+
+def _batch_line(batch: RecordBatch) -> str:
+    if batch.magic >= 2:
+        horizon = ("OptionalLong.empty" if batch.delete_horizon_ms is None
+                   else f"OptionalLong[{batch.delete_horizon_ms}]")
+        head = (f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} "
+                f"count: {batch.count_or_none} baseSequence: {batch.base_sequence} "
+                f"lastSequence: {batch.last_sequence} producerId: {batch.producer_id} "
+                f"producerEpoch: {batch.producer_epoch} partitionLeaderEpoch: {batch.partition_leader_epoch} "
+                f"isTransactional: {_bool(batch.is_transactional)} isControl: {_bool(batch.is_control)} "
+                f"deleteHorizonMs: {horizon}")
+    else:
+        head = f"offset: {batch.last_offset}"
+    return (f"{head} position: {batch.position} {_timestamp_name(batch)}: {batch.max_timestamp} "
+            f"size: {batch.size} magic: {batch.magic} compresscodec: {batch.compression.kafka_name} "
+            f"crc: {batch.crc} isvalid: {_bool(batch.is_valid)}\n")
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One record as the dump prints it, whatever its magic."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    sequence: int | None = None
+    header_keys: tuple[str, ...] = ()
+    legacy_valid: bool | None = None
+    legacy_crc: int | None = None
+
+
+def _entries(batch: RecordBatch) -> Iterator[_Entry]:
+    if batch.magic >= 2:
+        for r in batch.records():
+            yield _Entry(r.offset, r.timestamp, r.key, r.value, batch.sequence_of(r.offset),
+                         tuple(k for k, _ in r.headers))
+    else:
+        for m in batch.messages():
+            yield _Entry(m.offset, m.timestamp, m.key, m.value, legacy_valid=m.crc_valid, legacy_crc=m.crc)
+
+
+def _size(data: bytes | None) -> int:
+    return -1 if data is None else len(data)
+
+
+def _print_records(batch: RecordBatch, opts: Options, last_offset: int, gaps: list[tuple[int, int]]) -> int:
+    ts_name = _timestamp_name(batch)
+    for e in _entries(batch):
+        if e.offset != last_offset + 1:
+            gaps.append((last_offset, e.offset))
+        last_offset = e.offset
+        line = ""
+        if not opts.skip_record_metadata:
+            line = (f"| offset: {e.offset} {ts_name}: {e.timestamp} keySize: {_size(e.key)} "
+                    f"valueSize: {_size(e.value)}")
+            if batch.magic >= 2:
+                line += f" sequence: {e.sequence} headerKeys: [{','.join(e.header_keys)}]"
+            if e.legacy_crc is not None:
+                line += f" isValid: {_bool(bool(e.legacy_valid))} crc: {e.legacy_crc}"
+            if batch.is_control:
+                line += _control_text(e)
+        if opts.print_contents and not batch.is_control:
+            prefix = "| " if opts.skip_record_metadata else " "
+            key, payload = _parse(e, opts)
+            if key is not None:
+                line += f"{prefix}key: {key}"
+                prefix = " "
+            if payload is not None:
+                line += f"{prefix}payload: {payload}"
+        opts.out(line + "\n")
+    return last_offset
+
+
+def _parse(e: _Entry, opts: Options) -> tuple[str | None, str | None]:
+    """Kafka's message parsers: the metadata decoder, or the default UTF-8 string decoder."""
+    if opts.metadata:
+        if e.value is None:
+            return None, "<EMPTY>"
+        try:
+            return None, json.dumps(_metadata_json(e.value), separators=(",", ":"))
+        except ProtocolError as exc:
+            return None, f"Error at {e.offset}, skipping. {exc}"
+    key = None if e.key is None else e.key.decode("utf-8", errors="replace")
+    value = None if e.value is None else e.value.decode("utf-8", errors="replace")
+    return key, value
+
+
+def _metadata_json(value: bytes) -> dict[str, Any]:
+    rec = frame.decode_metadata_record(value)
+    return {"type": rec.spec.record_type_name, "version": rec.version,
+            "data": json_form.to_json(rec.spec, rec.version, rec.value)}
+
+
+_CONTROL_LABELS = {
+    ControlRecordType.LEADER_CHANGE: "LeaderChange:",
+    ControlRecordType.SNAPSHOT_HEADER: "SnapshotHeader",
+    ControlRecordType.SNAPSHOT_FOOTER: "SnapshotFooter",
+    ControlRecordType.KRAFT_VERSION: "KRaftVersion",
+    ControlRecordType.KRAFT_VOTERS: "KRaftVoters",
+}
+
+
+def _control(e: _Entry) -> tuple[ControlRecordType, int, dict[str, Any] | None]:
+    """(type, type id, decoded value in Kafka's JSON form or None for markers/unknown types)."""
+    record_type, type_id = control_records.parse_control_key(e.key)
+    if record_type is ControlRecordType.UNKNOWN or e.value is None:
+        return record_type, type_id, None
+    spec = control_records.spec_for(record_type)
+    value = codec.decode(spec, 0, e.value)
+    version = value.get("version", 0)
+    if version not in spec.valid_versions:
+        version = 0
+    return record_type, type_id, json_form.to_json(spec, version, value)
+
+
+def _control_text(e: _Entry) -> str:
+    try:
+        record_type, type_id, value = _control(e)
+    except ProtocolError as exc:
+        return f" invalid control record: {exc}"
+    if record_type in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+        epoch = value["coordinatorEpoch"] if value else -1
+        return f" endTxnMarker: {record_type.name} coordinatorEpoch: {epoch}"
+    label = _CONTROL_LABELS.get(record_type)
+    if label is None or value is None:
+        return f" controlType: {record_type.name}({type_id})"
+    return f" {label} {json.dumps(value, separators=(',', ':'))}"
+
+
+def _batch_json(batch: RecordBatch, opts: Options) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "position": batch.position, "baseOffset": batch.base_offset, "lastOffset": batch.last_offset,
+        "count": batch.record_count, "magic": batch.magic, "size": batch.size,
+        "compressionType": batch.compression.kafka_name, "timestampType": _timestamp_name(batch),
+        "maxTimestamp": batch.max_timestamp, "crc": batch.crc, "isValid": batch.is_valid,
+    }
+    if batch.magic >= 2:
+        out.update({
+            "baseSequence": batch.base_sequence, "lastSequence": batch.last_sequence,
+            "producerId": batch.producer_id, "producerEpoch": batch.producer_epoch,
+            "partitionLeaderEpoch": batch.partition_leader_epoch,
+            "isTransactional": batch.is_transactional, "isControl": batch.is_control,
+            "deleteHorizonMs": batch.delete_horizon_ms,
+        })
+    if opts.deep:
+        out["records"] = [_record_json(batch, e, opts) for e in _entries(batch)]
+    return out
+
+
+def _record_json(batch: RecordBatch, e: _Entry, opts: Options) -> dict[str, Any]:
+    rec: dict[str, Any] = {"offset": e.offset, "timestamp": e.timestamp,
+                           "keySize": _size(e.key), "valueSize": _size(e.value)}
+    if batch.magic >= 2:
+        rec["sequence"] = e.sequence
+        rec["headerKeys"] = list(e.header_keys)
+    else:
+        rec["isValid"] = e.legacy_valid
+        rec["crc"] = e.legacy_crc
+    if batch.is_control:
+        try:
+            record_type, _, value = _control(e)
+            rec["controlType"] = record_type.name
+            if value is not None:
+                rec["control"] = value
+        except ProtocolError as exc:
+            rec["error"] = str(exc)
+    elif opts.print_contents:
+        if opts.metadata and e.value is not None:
+            try:
+                rec["payload"] = _metadata_json(e.value)
+            except ProtocolError as exc:
+                rec["error"] = str(exc)
+        else:
+            key, payload = _parse(e, opts)
+            rec["key"] = key
+            rec["payload"] = payload
+    return rec
+
+
+# ---------------------------------------------------------------- indexes
+
+def _index_entries(data: memoryview, entry: struct.Struct) -> Iterator[tuple[int, int, int]]:
+    """(index, first field, second field) of every whole entry."""
+    for i in range(len(data) // entry.size):
+        a, b = entry.unpack_from(data, i * entry.size)
+        yield i, a, b
+
+
+def _first_batch_at(log: memoryview, position: int) -> RecordBatch | None:
+    if position < 0 or position >= len(log):
+        return None
+    try:
+        return next(iter(BatchScanner(log, position, None, validate=False)), None)
+    except RecordsError:
+        return None
+
+
+def dump_index(path: Path, opts: Options, problems: list[str]) -> None:
+    base = _start_offset(path)
+    log_path = path.with_suffix(".log")
+    mismatches: list[tuple[int, int]] = []
+    with _mapped(path) as index, _mapped(log_path) as log:
+        entries = len(index) // _INDEX_ENTRY.size
+        if entries == 0:
+            opts.out(f"{path} is empty.\n")
+            return
+        if opts.sanity_only:
+            _check_offset_index_sanity(path, index, base)
+            opts.out(f"{path} passed sanity check.\n")
+            return
+        for i, relative, position in _index_entries(index, _INDEX_ENTRY):
+            offset = base + relative
+            if offset == base and i > 0:
+                break  # a sparse, preallocated index: the rest is zeros
+            batch = _first_batch_at(log, position)
+            found = batch.last_offset if batch is not None else -1
+            if found != offset:
+                mismatches.append((offset, found))
+            if not opts.verify_only:
+                opts.out(f"offset: {offset} position: {position}\n")
+    if mismatches:
+        problems.append(f"Mismatches in :{path.resolve()}")
+        problems.extend(f"  Index offset: {a}, log offset: {b}" for a, b in sorted(mismatches, reverse=True))
+
+
+def _check_offset_index_sanity(path: Path, index: memoryview, base: int) -> None:
+    if len(index) % _INDEX_ENTRY.size:
+        raise DumpError(f"Index file {path.name} is corrupt, found {len(index)} bytes which is neither "
+                        f"positive nor a multiple of {_INDEX_ENTRY.size}.")
+    last = -1
+    for i, relative, _position in _index_entries(index, _INDEX_ENTRY):
+        offset = base + relative
+        if i > 0 and offset <= last:
+            raise DumpError(f"Corrupt index found, index file ({path}) has non-zero size but the last "
+                            f"offset is {offset} which is less than the base offset {base}.")
+        last = offset
+
+
+def dump_time_index(path: Path, opts: Options, problems: list[str]) -> None:
+    base = _start_offset(path)
+    with _mapped(path) as tindex, _mapped(path.with_suffix(".index")) as index, \
+            _mapped(path.with_suffix(".log")) as log:
+        if opts.sanity_only:
+            if len(tindex) % _TIME_INDEX_ENTRY.size:
+                raise DumpError(f"Time index file {path.name} is corrupt, found {len(tindex)} bytes which "
+                                f"is neither positive nor a multiple of {_TIME_INDEX_ENTRY.size}.")
+            opts.out(f"{path} passed sanity check.\n")
+            return
+        offsets = [(base + rel, pos) for _, rel, pos in _index_entries(index, _INDEX_ENTRY)]
+        previous = -1
+        for i, timestamp, relative in _index_entries(tindex, _TIME_INDEX_ENTRY):
+            offset = base + relative
+            if offset == base and i > 0:
+                break
+            position = max((p for o, p in offsets if o <= offset), default=0)
+            batch = _matching_batch(log, position, offset)
+            if batch is None:
+                problems.append(f"Indexed offset: {offset}, found log offset: -1")
+            elif batch.last_offset != offset:
+                problems.append(f"Indexed offset: {offset}, found log offset: {batch.last_offset}")
+            else:
+                max_ts = max((e.timestamp for e in _entries(batch)), default=-1)
+                if max_ts != timestamp:
+                    problems.append(f"Found timestamp mismatch in :{path.resolve()}")
+                    problems.append(f"  Index timestamp: {timestamp}, log timestamp: {max_ts}")
+                if previous >= timestamp:
+                    problems.append(f"Found out of order timestamp in :{path.resolve()}")
+                    problems.append(f"  Index timestamp: {timestamp}, Previously indexed timestamp: {previous}")
+            if not opts.verify_only:
+                opts.out(f"timestamp: {timestamp} offset: {offset}\n")
+            previous = timestamp
+
+
+def _matching_batch(log: memoryview, position: int, offset: int) -> RecordBatch | None:
+    try:
+        for batch in BatchScanner(log, position, None, validate=False):
+            if batch.last_offset >= offset:
+                return batch
+    except RecordsError:
+        return None
+    return None

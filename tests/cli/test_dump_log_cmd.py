@@ -1,0 +1,158 @@
+"""``kraftwerk dump-log`` against Kafka's own kafka-dump-log.sh transcripts and broken files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+
+from kraftwerk.cli.main import main
+from kraftwerk.records.batch import iter_batches
+from tests.conftest import golden_path
+
+
+def _dump(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], str]:
+    code = main(["dump-log", *args])
+    out = capsys.readouterr()
+    return code, out.out.splitlines(), out.err
+
+
+def _kafka_lines(path: Path) -> list[str]:
+    return path.read_text().splitlines()[1:]  # line 1 names the dumped path
+
+
+def test_metadata_segment_matches_kafka_line_for_line(capsys: pytest.CaptureFixture[str]) -> None:
+    segment = golden_path("kafka-4.3-standalone", "00000000000000000000.log")
+    expected = _kafka_lines(golden_path("kafka-4.3-standalone", "kafka-dump-log.txt"))
+    # Kafka's transcript was taken when the segment ended at byte 10478; the broker kept appending.
+    code, lines, _ = _dump(capsys, "--cluster-metadata-decoder", "--deep-iteration", "--max-bytes", "10478",
+                           "--files", str(segment))
+    assert code == 0
+    assert lines[1:] == expected
+    code, full, _ = _dump(capsys, "--cluster-metadata-decoder", "--files", str(segment))
+    assert full[1:len(expected) + 1] == expected
+    assert len(full) > len(lines)
+
+
+def test_mixed_format_segment_matches_kafka_line_for_line(capsys: pytest.CaptureFixture[str]) -> None:
+    segment = golden_path("mixed-formats", "00000000000000000000.log")
+    expected = _kafka_lines(golden_path("mixed-formats", "kafka-dump-log.txt"))
+    code, lines, _ = _dump(capsys, "--deep-iteration", "--print-data-log", "--files", str(segment))
+    assert code == 0
+    assert lines[1:] == expected
+
+
+def test_shallow_dump_prints_only_batches(capsys: pytest.CaptureFixture[str]) -> None:
+    segment = golden_path("mixed-formats", "00000000000000000000.log")
+    expected = [line for line in _kafka_lines(golden_path("mixed-formats", "kafka-dump-log.txt"))
+                if not line.startswith("|")]
+    _, lines, _ = _dump(capsys, "--files", str(segment))
+    assert lines[1:] == expected
+
+
+def test_skip_record_metadata_prints_payloads_only(capsys: pytest.CaptureFixture[str]) -> None:
+    segment = golden_path("mixed-formats", "00000000000000000000.log")
+    _, lines, _ = _dump(capsys, "--print-data-log", "--skip-record-metadata", "--files", str(segment))
+    records = [line for line in lines if line.startswith("|")]
+    assert records and all(line.startswith(("| key: ", "| payload: ")) for line in records)
+
+
+def test_snapshot_and_bootstrap_files(capsys: pytest.CaptureFixture[str]) -> None:
+    snapshot = golden_path("kafka-4.3-standalone", "00000000000000000000-0000000000.checkpoint")
+    bootstrap = golden_path("kafka-4.3-standalone", "bootstrap.checkpoint")
+    code, lines, _ = _dump(capsys, "--cluster-metadata-decoder", "--files", f"{snapshot},{bootstrap}")
+    assert code == 0
+    assert "Snapshot end offset: 0, epoch: 0" in lines
+    assert "KRaft bootstrap snapshot" in lines
+    text = "\n".join(lines)
+    assert "SnapshotHeader {" in text and "SnapshotFooter {" in text
+    assert '"type":"FEATURE_LEVEL_RECORD"' in text
+
+
+@pytest.mark.parametrize("parts", [
+    ("kafka-4.3-standalone", "00000000000000000000.log"),
+    ("kafka-3.7-cluster", "__cluster_metadata-0", "00000000000000000000.log"),
+    ("kafka-3.7-cluster", "__consumer_offsets-6", "00000000000000000000.log"),
+    ("kafka-3.7-cluster", "TestTopicPatient-0", "00000000000000000000.log"),
+    ("legacy", "v1-gzip", "00000000000000000000.log"),
+])
+def test_json_output_is_one_object_per_batch(capsys: pytest.CaptureFixture[str], parts: tuple[str, ...]) -> None:
+    path = golden_path(*parts)
+    code, lines, _ = _dump(capsys, "--deep-iteration", "--output", "json", "--files", str(path))
+    assert code == 0
+    batches = [json.loads(line) for line in lines]
+    expected = list(iter_batches(path.read_bytes()))
+    assert [b["lastOffset"] for b in batches] == [b.last_offset for b in expected]
+    assert sum(len(b["records"]) for b in batches) == sum(b.record_count for b in expected)
+
+
+def test_metadata_json_nests_decoded_records(capsys: pytest.CaptureFixture[str]) -> None:
+    path = golden_path("kafka-3.7-cluster", "__cluster_metadata-0", "00000000000000000000.log")
+    _, lines, _ = _dump(capsys, "--cluster-metadata-decoder", "--output", "json", "--files", str(path))
+    types = {r["payload"]["type"] for line in lines for r in json.loads(line)["records"] if "payload" in r}
+    assert {"FEATURE_LEVEL_RECORD", "ZK_MIGRATION_STATE_RECORD", "REGISTER_BROKER_RECORD"} <= types
+
+
+def test_truncated_tail_is_reported_like_kafka(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    data = golden_path("mixed-formats", "00000000000000000000.log").read_bytes()
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data[:-10])
+    code, lines, _ = _dump(capsys, "--files", str(path))
+    assert code == 0
+    last_batch = list(iter_batches(data))[-1]
+    assert lines[-1] == f"Found {last_batch.size - 10} invalid bytes at the end of {path.name}"
+
+
+def test_corrupt_framing_is_one_line_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    data = bytearray(golden_path("legacy", "v1-none", "00000000000000000000.log").read_bytes())
+    struct.pack_into(">i", data, 8, 3)  # a size below the minimum record overhead
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(bytes(data))
+    code, _, err = _dump(capsys, "--files", str(path))
+    assert code == 1
+    assert "minimum record overhead" in err and "Traceback" not in err
+
+
+def test_missing_file_and_unknown_suffix(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = _dump(capsys, "--files", str(tmp_path / "00000000000000000000.log"))
+    assert code == 1 and "cannot open" in err
+    (tmp_path / "x.txt").write_text("hi")
+    code, _, err = _dump(capsys, "--files", str(tmp_path / "x.txt"))
+    assert code == 0 and "Ignoring unknown file" in err
+
+
+def _indexed_segment(tmp_path: Path) -> tuple[Path, list[tuple[int, int]]]:
+    source = golden_path("mixed-formats", "00000000000000000000.log")
+    log = tmp_path / "00000000000000000000.log"
+    shutil.copy(source, log)
+    entries = [(b.last_offset, b.position) for b in iter_batches(log.read_bytes())][::10]
+    return log, entries
+
+
+def test_offset_index_dump_and_verify(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    log, entries = _indexed_segment(tmp_path)
+    index = log.with_suffix(".index")
+    index.write_bytes(b"".join(struct.pack(">ii", o, p) for o, p in entries))
+    code, lines, err = _dump(capsys, "--files", str(index))
+    assert code == 0 and err == ""
+    assert lines[1:] == [f"offset: {o} position: {p}" for o, p in entries]
+    bad = [(entries[1][0] + 1, entries[1][1]), *entries[2:]]
+    index.write_bytes(b"".join(struct.pack(">ii", o, p) for o, p in bad))
+    code, lines, err = _dump(capsys, "--verify-index-only", "--files", str(index))
+    assert code == 0 and lines == [f"Dumping {index}"]
+    assert f"  Index offset: {bad[0][0]}, log offset: {entries[1][0]}" in err.splitlines()
+
+
+def test_time_index_dump(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    log, entries = _indexed_segment(tmp_path)
+    log.with_suffix(".index").write_bytes(b"".join(struct.pack(">ii", o, p) for o, p in entries))
+    batches = {b.last_offset: b for b in iter_batches(log.read_bytes())}
+    v2 = [(o, p) for o, p in entries if batches[o].magic == 2]
+    stamps = [(max(r.timestamp for r in batches[o].records()), o) for o, _ in v2]
+    log.with_suffix(".timeindex").write_bytes(b"".join(struct.pack(">qi", t, o) for t, o in stamps))
+    code, lines, err = _dump(capsys, "--files", str(log.with_suffix(".timeindex")))
+    assert code == 0 and err == ""
+    assert lines[1:] == [f"timestamp: {t} offset: {o}" for t, o in stamps]
