@@ -79,7 +79,8 @@ def test_snapshot_and_bootstrap_files(capsys: pytest.CaptureFixture[str]) -> Non
     ("kafka-3.7-cluster", "TestTopicPatient-0", "00000000000000000000.log"),
     ("legacy", "v1-gzip", "00000000000000000000.log"),
 ])
-def test_json_output_is_one_object_per_batch(capsys: pytest.CaptureFixture[str], parts: tuple[str, ...]) -> None:
+def test_json_output_is_one_object_per_batch(capsys: pytest.CaptureFixture[str],
+                                            parts: tuple[str, ...]) -> None:
     path = golden_path(*parts)
     code, lines, _ = _dump(capsys, "--deep-iteration", "--output", "json", "--files", str(path))
     assert code == 0

@@ -72,7 +72,7 @@ class Options:
     verify_only: bool
     sanity_only: bool
     json: bool
-    out: Callable[[str], None] = field(default=lambda s: sys.stdout.write(s))
+    out: Callable[[str], object] = field(default=lambda s: sys.stdout.write(s))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -457,7 +457,8 @@ def dump_time_index(path: Path, opts: Options, problems: list[str]) -> None:
                     problems.append(f"  Index timestamp: {timestamp}, log timestamp: {max_ts}")
                 if previous >= timestamp:
                     problems.append(f"Found out of order timestamp in :{path.resolve()}")
-                    problems.append(f"  Index timestamp: {timestamp}, Previously indexed timestamp: {previous}")
+                    problems.append(
+                        f"  Index timestamp: {timestamp}, Previously indexed timestamp: {previous}")
             if not opts.verify_only:
                 opts.out(f"timestamp: {timestamp} offset: {offset}\n")
             previous = timestamp
