@@ -35,7 +35,7 @@ def test_v2_header_fields() -> None:
     assert (batch.base_offset, batch.last_offset, batch.record_count) == (1000, 1005, 3)
     assert (batch.base_timestamp, batch.max_timestamp) == (50, 60)
     assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (7, 3, 2_147_483_646)
-    assert batch.last_sequence == 4  # wraps at Int.MAX_VALUE like Kafka
+    assert batch.last_sequence == 3  # wraps at Int.MAX_VALUE to 0 like Kafka
     assert batch.is_transactional and not batch.is_control and batch.partition_leader_epoch == 9
     assert batch.delete_horizon_ms is None
     assert [tuple(r) for r in batch.records()] == [

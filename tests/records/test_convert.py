@@ -75,3 +75,15 @@ def test_downconvert_rules() -> None:
     assert downconvert(data, 2) == data
     with pytest.raises(ConversionError, match="zstandard"):
         downconvert(build_records(ROWS, compression=CompressionType.ZSTD), 1)
+
+
+def test_single_message_fast_path_equals_builder_path() -> None:
+    from kraftwerk.records.convert import _upconvert_general, _upconvert_single
+
+    for magic in (0, 1):
+        for ts_type in (TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME):
+            rows = [(7, 100, b"a", b"1", ()), (8, -1, None, None, ()),
+                    (9, 2**41, b"k" * 9000, b"v" * 70000, ())]
+            data = build_records(rows, magic=magic, timestamp_type=ts_type, log_append_time=4242)
+            for batch in iter_batches(data):
+                assert _upconvert_single(batch) == _upconvert_general(batch)

@@ -16,10 +16,9 @@ pytestmark = pytest.mark.interop
 
 @pytest.fixture(autouse=True)
 def _kafka_python_xxhash(monkeypatch: pytest.MonkeyPatch) -> None:
-    import kafka.codec
-
-    if kafka.codec.xxhash is None:
-        monkeypatch.setattr(kafka.codec, "xxhash", XXHashModuleShim)
+    codec = importlib.import_module("kafka.codec")
+    if codec.xxhash is None:
+        monkeypatch.setattr(codec, "xxhash", XXHashModuleShim)
 
 PEERS = ["kafka.record", "aiokafka.record.memory_records"]
 SEGMENTS = [
@@ -90,18 +89,15 @@ def test_peers_read_what_we_write(peer: str, magic: int, codec: int) -> None:
 
 
 def _peer_build(peer: str, magic: int, codec: int, rows: list[Any]) -> bytes:
-    if peer.startswith("kafka"):
-        from kafka.record.default_records import DefaultRecordBatchBuilder
-        from kafka.record.legacy_records import LegacyRecordBatchBuilder
-    else:
-        from aiokafka.record.default_records import DefaultRecordBatchBuilder  # type: ignore[no-redef]
-        from aiokafka.record.legacy_records import LegacyRecordBatchBuilder  # type: ignore[no-redef]
+    pkg = "kafka.record" if peer.startswith("kafka") else "aiokafka.record"
+    default_builder = importlib.import_module(f"{pkg}.default_records").DefaultRecordBatchBuilder
+    legacy_builder = importlib.import_module(f"{pkg}.legacy_records").LegacyRecordBatchBuilder
     if magic == 2:
-        b: Any = DefaultRecordBatchBuilder(2, codec, False, -1, -1, -1, 1 << 20)
+        b: Any = default_builder(2, codec, False, -1, -1, -1, 1 << 20)
         for o, t, k, v, h in rows:
             b.append(o, t, k, v, list(h))
     else:
-        b = LegacyRecordBatchBuilder(magic, codec, 1 << 20)
+        b = legacy_builder(magic, codec, 1 << 20)
         for o, t, k, v, _ in rows:
             b.append(o, t, k, v)
     return bytes(b.build())

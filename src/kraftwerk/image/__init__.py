@@ -1,1 +1,40 @@
-"""The metadata image: replay a metadata log into an immutable image, write it at any version."""
+"""The metadata image: replay a metadata log into an immutable image, write it at any version.
+
+Public API:
+
+* :class:`MetadataImage` and its parts (``kraftwerk.image.model``), :class:`MetadataDelta`;
+* :func:`replay_batches`, :func:`load_snapshot`, :class:`MetadataLoader` (pure loading);
+* :func:`load_log_dir`, :func:`load_snapshot_file` (a ``__cluster_metadata-0`` dir or a snapshot);
+* :func:`write_image`, :func:`image_losses`, :class:`ImageWriterOptions`, :class:`LossPolicy`;
+* :func:`write_snapshot` (a crash-safe KRaft snapshot file of an image at a version).
+"""
+
+from kraftwerk.image.delta import MetadataDelta
+from kraftwerk.image.errors import ImageError, MetadataReplayError, UnwritableMetadataError
+from kraftwerk.image.loader import MetadataBatch, MetadataLoader, load_snapshot, replay_batches
+from kraftwerk.image.model import EMPTY_IMAGE, MetadataImage
+from kraftwerk.image.snapshot import SnapshotId, write_snapshot
+from kraftwerk.image.source import load_log_dir, load_snapshot_file
+from kraftwerk.image.writer import ImageWriteResult, ImageWriterOptions, LossPolicy, image_losses, write_image
+
+__all__ = [
+    "EMPTY_IMAGE",
+    "ImageError",
+    "ImageWriteResult",
+    "ImageWriterOptions",
+    "LossPolicy",
+    "MetadataBatch",
+    "MetadataDelta",
+    "MetadataImage",
+    "MetadataLoader",
+    "MetadataReplayError",
+    "SnapshotId",
+    "UnwritableMetadataError",
+    "image_losses",
+    "load_log_dir",
+    "load_snapshot",
+    "load_snapshot_file",
+    "replay_batches",
+    "write_image",
+    "write_snapshot",
+]

@@ -138,11 +138,14 @@ def _recovery_state(raw: int) -> LeaderRecoveryState:
         raise MetadataReplayError(f"Value {raw} is not a valid leader recovery state") from None
 
 
-def merge_partition_change(prev: PartitionRegistration, value: Value) -> PartitionRegistration:
+def merge_partition_change(prev: PartitionRegistration, value: Value,
+                           directories_supported: bool = True) -> PartitionRegistration:
     """Kafka's PartitionRegistration.merge(PartitionChangeRecord).
 
     Null fields mean "no change"; Leader -2 means no change, any other value (incl. -1) is a new
-    leader and bumps the leader epoch; every change bumps the partition epoch.
+    leader and bumps the leader epoch; every change bumps the partition epoch. New replicas get
+    UNASSIGNED directories, except below 3.7-IV2 where no directory is ever assigned (MIGRATING):
+    otherwise a plain reassignment at 3.6 would make the image unwritable at its own version.
     """
     new_replicas_raw = value.get("replicas")
     new_replicas = prev.replicas if new_replicas_raw is None else tuple(new_replicas_raw)
@@ -153,7 +156,8 @@ def merge_partition_change(prev: PartitionRegistration, value: Value) -> Partiti
         new_dirs: tuple[uuid.UUID, ...] = tuple(dirs_raw)
     elif new_replicas_raw is not None:
         old = dict(zip(prev.replicas, prev.directories, strict=False))
-        new_dirs = tuple(old.get(r, DIR_UNASSIGNED) for r in new_replicas)
+        fresh = DIR_UNASSIGNED if directories_supported else DIR_MIGRATING
+        new_dirs = tuple(old.get(r, fresh) for r in new_replicas)
     else:
         new_dirs = prev.directories
     if not new_dirs:
@@ -431,7 +435,11 @@ class MetadataDelta:
         prev = change.partitions.get(pid)
         if prev is None:
             raise MetadataReplayError(f"Unable to find partition {value['topicId']}:{pid}")
-        change.partitions[pid] = merge_partition_change(prev, value)
+        change.partitions[pid] = merge_partition_change(prev, value, self._directories_supported())
+
+    def _directories_supported(self) -> bool:
+        mv = self._mv if self._mv is not None else self._base.features.metadata_version
+        return mv is None or mv.is_directory_assignment_supported()
 
     def _clear_elr(self, value: Value, offset: int) -> None:
         name = value.get("topicName", "")

@@ -11,7 +11,6 @@ truncated input raises ``DecodeError`` and never allocates more than the input's
 
 from __future__ import annotations
 
-import copy
 import struct
 import uuid
 from collections.abc import Callable
@@ -156,7 +155,6 @@ _RUNTIME: dict[str, Any] = {
     "_non_default": _non_default,
     "_null_write": _null_write,
     "_utf8": _utf8,
-    "_copy": copy.deepcopy,
     "_check_tagged_end": _check_tagged_end,
     "_EncodeError": EncodeError,
     "_UNKNOWN": UNKNOWN_TAGGED,
@@ -205,6 +203,15 @@ class _Gen:
 
     # -- decoding
 
+    def emit_uvarint(self, ind: int, var: str) -> None:
+        """Read an unsigned varint into ``var``; the one-byte case (almost all) is inlined."""
+        self.emit(ind, f"{var} = buf[pos]")
+        self.emit(ind, f"if {var} < 128: pos += 1")
+        self.emit(ind, f"else: {var}, pos = _ruv(buf, pos)")
+
+    def unpacker(self, code: str) -> str:
+        return self.const(struct.Struct(">" + code).unpack_from)
+
     def gen_decoder(self, fields: tuple[Field, ...], owner: str) -> str:
         """Emit a function ``(buf, pos, end) -> (dict, pos)`` for a struct; returns its name."""
         nested: dict[int, str] = {}
@@ -230,7 +237,7 @@ class _Gen:
                 e(1, f"r[{f.json_name!r}] = {self._default_expr(f)}")
         if self.flexible:
             tagged = [(i, f) for i, f in enumerate(fields) if self.present(f) and self.tagged(f)]
-            e(1, "n, pos = _ruv(buf, pos)")
+            self.emit_uvarint(1, "n")
             e(1, "if n > end - pos: raise _too_long('tagged field count', n, end - pos)")
             e(1, "for _ in range(n):")
             e(2, "tag, pos = _ruv(buf, pos)")
@@ -268,9 +275,14 @@ class _Gen:
         self.emit(1, f"pos += {s.size}")
 
     def _default_expr(self, f: Field) -> str:
-        value = f.default_value()
-        if isinstance(value, (list, dict)):
-            return f"_copy({self.const(value)})"
+        """An expression building a fresh default (a literal, so no deep copy per decode)."""
+        return self._literal(f.default_value())
+
+    def _literal(self, value: Any) -> str:
+        if isinstance(value, list):
+            return "[" + ", ".join(self._literal(v) for v in value) + "]"
+        if isinstance(value, dict):
+            return "{" + ", ".join(f"{k!r}: {self._literal(v)}" for k, v in value.items()) + "}"
         return self.const(value)
 
     def _decode_field(self, ind: int, f: Field, nested: str | None, target: str, limit: str = "end") -> None:
@@ -280,10 +292,10 @@ class _Gen:
         nullable = self.nullable(f)
         if f.is_array:
             if self.flexible:
-                e(ind, "n, pos = _ruv(buf, pos)")
+                self.emit_uvarint(ind, "n")
                 e(ind, "n -= 1")
             else:
-                e(ind, "n, = _struct.unpack_from('>i', buf, pos)")
+                e(ind, f"n, = {self.unpacker('i')}(buf, pos)")
                 e(ind, "pos += 4")
             e(ind, "if n < 0:")
             if nullable:
@@ -299,7 +311,7 @@ class _Gen:
             return
         if f.is_struct:
             if nullable:
-                e(ind, "if _struct.unpack_from('>b', buf, pos)[0] < 0:")
+                e(ind, "if buf[pos] >= 128:")
                 e(ind + 1, "pos += 1")
                 e(ind + 1, f"{key} = None")
                 e(ind, "else:")
@@ -323,7 +335,7 @@ class _Gen:
         e = self.emit
         if typ in _FIXED:
             code, size = _FIXED[typ]
-            e(ind, f"{pre}_struct.unpack_from('>{code}', buf, pos)[0]{post}")
+            e(ind, f"{pre}{self.unpacker(code)}(buf, pos)[0]{post}")
             e(ind, f"pos += {size}")
         elif typ == "bool":
             e(ind, f"{pre}buf[pos] != 0{post}")
@@ -334,13 +346,13 @@ class _Gen:
             e(ind, "pos += 16")
         elif typ in ("string", "bytes", "records"):
             if self.flexible:
-                e(ind, "n, pos = _ruv(buf, pos)")
+                self.emit_uvarint(ind, "n")
                 e(ind, "n -= 1")
             elif typ == "string":
-                e(ind, "n, = _struct.unpack_from('>h', buf, pos)")
+                e(ind, f"n, = {self.unpacker('h')}(buf, pos)")
                 e(ind, "pos += 2")
             else:
-                e(ind, "n, = _struct.unpack_from('>i', buf, pos)")
+                e(ind, f"n, = {self.unpacker('i')}(buf, pos)")
                 e(ind, "pos += 4")
             e(ind, "if n < 0:")
             if nullable:

@@ -326,6 +326,20 @@ class RecordBatch:
         start = value_at + 4
         return start, start + max(value_len, 0)
 
+    def legacy_key_value(self) -> tuple[bytes | None, bytes | None]:
+        """Key and value of a shallow v0/v1 message straight from the buffer (no CRC, no objects)."""
+        if self.magic >= MAGIC_V2:
+            raise RecordsError("legacy_key_value() is only defined for magic v0/v1 batches")
+        p = self.position
+        buf = self._buf
+        key_at = p + LOG_OVERHEAD + (RECORD_OVERHEAD_V1 if self.magic == MAGIC_V1 else RECORD_OVERHEAD_V0) - 8
+        (key_len,) = _I32.unpack_from(buf, key_at)
+        key = None if key_len < 0 else bytes(buf[key_at + 4:key_at + 4 + key_len])
+        value_at = key_at + 4 + max(key_len, 0)
+        (value_len,) = _I32.unpack_from(buf, value_at)
+        value = None if value_len < 0 else bytes(buf[value_at + 4:value_at + 4 + value_len])
+        return key, value
+
     def messages(self) -> tuple[LegacyMessage, ...]:
         """The v0/v1 deep structure: the message itself, or the inner messages of a wrapper."""
         if self.magic >= MAGIC_V2:

@@ -14,13 +14,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kraftwerk.records.batch import Buffer, RecordBatch, iter_batches
-from kraftwerk.records.builder import RecordsBuilder
+from kraftwerk.records.builder import RecordsBuilder, encode_v2_record, write_v2_header
 from kraftwerk.records.errors import ConversionError
 from kraftwerk.records.types import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     MAGIC_V1,
     MAGIC_V2,
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
     NO_TIMESTAMP,
+    RECORD_BATCH_OVERHEAD,
     CompressionType,
     TimestampType,
 )
@@ -30,6 +35,29 @@ def upconvert_batch(batch: RecordBatch) -> bytes:
     """One v0/v1 batch as one v2 batch (a v2 batch is returned unchanged)."""
     if batch.magic >= MAGIC_V2:
         return bytes(batch.raw)
+    if batch.compression is CompressionType.NONE:
+        return _upconvert_single(batch)
+    return _upconvert_general(batch)
+
+
+def _upconvert_single(batch: RecordBatch) -> bytes:
+    """Fast path for one uncompressed message: the bytes RecordsBuilder would write, built directly.
+
+    One record with deltas 0; base and max timestamp are the message timestamp (which is also the
+    log-append time of a LOG_APPEND_TIME message); v0 gives CreateTime and -1.
+    """
+    key, value = batch.legacy_key_value()
+    ts = batch.max_timestamp
+    lat = batch.timestamp_type is TimestampType.LOG_APPEND_TIME
+    out = bytearray(RECORD_BATCH_OVERHEAD)
+    out += encode_v2_record(0, 0, key, value)
+    write_v2_header(out, batch.last_offset, NO_PARTITION_LEADER_EPOCH, 0x08 if lat else 0, 0, ts, ts,
+                    NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE, 1)
+    return bytes(out)
+
+
+def _upconvert_general(batch: RecordBatch) -> bytes:
+    """Kafka's buildRetainedRecordsInto with CURRENT_MAGIC through the builder."""
     ts_type = batch.timestamp_type
     if ts_type is TimestampType.NO_TIMESTAMP_TYPE:
         ts_type = TimestampType.CREATE_TIME

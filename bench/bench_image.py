@@ -1,0 +1,187 @@
+"""Metadata image at scale: cold replay of a synthetic metadata log and the cost of a hot delta.
+
+Usage: .venv/bin/python -m bench.bench_image [--topics 10000] [--partitions 1000000] [--json]
+
+The synthetic log is what a controller writes for a cluster of that size: metadata.version,
+broker registrations, then per topic a TopicRecord, a few ConfigRecords and its PartitionRecords
+(3 replicas, directories), in batches of ``--batch-records`` records. Reported:
+
+* generation time (encoding the log; not part of the replay figure);
+* cold load: seconds and records/s for bytes → batches → decoded records → delta → image;
+* peak RSS of the process and the RSS the image holds per partition;
+* hot delta: time to apply a one-partition PartitionChangeRecord to the big image, next to the
+  same on a 10-topic image (it should not grow with the image);
+* writing the image back at its own version (records/s).
+
+Performance is reported, never asserted. Run it smaller with e.g. ``--topics 100 --partitions 10000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import logging
+import os
+import platform
+import resource
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+
+from bench.common import best_rate
+from kraftwerk.image.delta import MetadataDelta
+from kraftwerk.image.loader import replay_batches
+from kraftwerk.image.model import MetadataImage
+from kraftwerk.image.source import MetadataBatch
+from kraftwerk.image.writer import write_image
+from kraftwerk.protocol import codec
+from kraftwerk.protocol.frame import MetadataRecord, decode_metadata_record, encode_metadata_record
+from kraftwerk.protocol.registry import lookup_record
+from kraftwerk.records.batch import iter_batches
+from kraftwerk.records.builder import RecordsBuilder
+from kraftwerk.versions.metadata_version import MetadataVersion
+
+log = logging.getLogger("bench_image")
+MV = MetadataVersion.IBP_4_3_IV0
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _peak_rss_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _frame(record_name: str, version: int, /, **fields: object) -> bytes:
+    spec = lookup_record(record_name)
+    value = codec.default_value(spec)
+    value.update(fields)
+    return encode_metadata_record(spec, version, value)
+
+
+def synthetic_log(topics: int, partitions: int, brokers: int, batch_records: int) -> tuple[bytes, int]:
+    """The log bytes and the record count."""
+    dirs = [uuid.UUID(int=(b + 1) << 64 | 0x1234) for b in range(brokers)]
+    values: list[bytes] = [
+        _frame("FeatureLevelRecord", 0, name="metadata.version", featureLevel=MV.feature_level)]
+    for b in range(brokers):
+        values.append(_frame(
+            "RegisterBrokerRecord", MV.register_broker_record_version(), brokerId=b,
+            incarnationId=uuid.UUID(int=b + 1), brokerEpoch=100 + b, fenced=False, logDirs=[dirs[b]],
+            endPoints=[{"name": "PLAINTEXT", "host": f"broker-{b}", "port": 9092, "securityProtocol": 0}],
+            features=[{"name": "metadata.version", "minSupportedVersion": 7, "maxSupportedVersion": 30}]))
+    per_topic, extra = divmod(partitions, topics)
+    pv = MV.partition_record_version()
+    for t in range(topics):
+        tid = uuid.UUID(int=(t + 1) << 64 | 0xBEEF)
+        values.append(_frame("TopicRecord", 0, name=f"topic-{t:06d}", topicId=tid))
+        values.append(_frame("ConfigRecord", 0, resourceType=2, resourceName=f"topic-{t:06d}",
+                             name="retention.ms", value="604800000"))
+        for p in range(per_topic + (1 if t < extra else 0)):
+            replicas = [(t + p + i) % brokers for i in range(min(3, brokers))]
+            values.append(_frame("PartitionRecord", pv, partitionId=p, topicId=tid, replicas=replicas,
+                                 isr=replicas, leader=replicas[0], leaderEpoch=0, partitionEpoch=0,
+                                 directories=[dirs[r] for r in replicas]))
+    out = bytearray()
+    offset = 0
+    for start in range(0, len(values), batch_records):
+        builder = RecordsBuilder(base_offset=offset, partition_leader_epoch=1)
+        for v in values[start:start + batch_records]:
+            builder.append(1_700_000_000_000, None, v)
+        offset = builder.next_offset()
+        out += builder.build()
+    return bytes(out), len(values)
+
+
+def batches_of(data: bytes) -> Iterator[MetadataBatch]:
+    """Decoded batches, streamed (the whole log is never decoded at once)."""
+    for b in iter_batches(data):
+        recs = tuple((r.offset, decode_metadata_record(bytes(r.value or b""))) for r in b.records())
+        yield MetadataBatch(b.base_offset, b.last_offset, b.partition_leader_epoch, b.max_timestamp, recs)
+
+
+def _change_record(image: MetadataImage) -> MetadataRecord:
+    topic = image.topics.by_name[min(image.topics.by_name)]
+    part = topic.partitions[0]
+    spec = lookup_record("PartitionChangeRecord")
+    value = codec.default_value(spec)
+    value.update(partitionId=0, topicId=topic.id, isr=list(part.replicas[:1]))
+    return MetadataRecord(spec, MV.partition_record_version(), value)
+
+
+def hot_delta_rate(image: MetadataImage) -> float:
+    """One-partition deltas applied per second to ``image``."""
+    change = _change_record(image)
+
+    def one() -> None:
+        delta = MetadataDelta(image)
+        delta.replay(change)
+        delta.apply(image.provenance)
+
+    return best_rate(one)
+
+
+def run(topics: int, partitions: int, brokers: int, batch_records: int) -> dict[str, object]:
+    t0 = time.perf_counter()
+    data, count = synthetic_log(topics, partitions, brokers, batch_records)
+    gen_s = time.perf_counter() - t0
+    gc.collect()
+    rss_before = _rss_bytes()
+
+    t0 = time.perf_counter()
+    image = replay_batches(batches_of(data))
+    load_s = time.perf_counter() - t0
+    gc.collect()
+    image_rss = _rss_bytes() - rss_before
+    n_parts = image.topics.partition_count()
+
+    small, _ = synthetic_log(10, 100, brokers, batch_records)
+    small_image = replay_batches(batches_of(small))
+    hot_big = hot_delta_rate(image)
+    hot_small = hot_delta_rate(small_image)
+
+    t0 = time.perf_counter()
+    written = write_image(image)
+    write_s = time.perf_counter() - t0
+    return {
+        "python": platform.python_version(),
+        "topics": topics,
+        "partitions": n_parts,
+        "records": count,
+        "log_bytes": len(data),
+        "generate_s": round(gen_s, 2),
+        "load_s": round(load_s, 2),
+        "load_records_per_s": round(count / load_s),
+        "peak_rss_mb": round(_peak_rss_bytes() / 2**20, 1),
+        "image_rss_bytes_per_partition": round(image_rss / max(n_parts, 1)),
+        "hot_delta_us_big": round(1e6 / hot_big, 1),
+        "hot_delta_us_10_topics": round(1e6 / hot_small, 1),
+        "write_s": round(write_s, 2),
+        "write_records_per_s": round(len(written.records) / write_s),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--topics", type=int, default=10_000)
+    parser.add_argument("--partitions", type=int, default=1_000_000, help="total partitions")
+    parser.add_argument("--brokers", type=int, default=12)
+    parser.add_argument("--batch-records", type=int, default=1000)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    result = run(args.topics, args.partitions, args.brokers, args.batch_records)
+    if args.json:
+        json.dump(result, sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        for key, value in result.items():
+            sys.stdout.write(f"{key:32} {value}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
