@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from kraftwerk.protocol.control_records import ControlRecordType as ControlRecordType
 from kraftwerk.records.errors import UnsupportedCompressionError
 
 MAGIC_V0 = 0
@@ -77,14 +78,4 @@ class TimestampType(IntEnum):
         return ("NoTimestampType", "CreateTime", "LogAppendTime")[self.value + 1]
 
 
-class ControlRecordType(IntEnum):
-    """Type field of a control record key (int16 version, int16 type)."""
-
-    UNKNOWN = -1
-    ABORT = 0
-    COMMIT = 1
-    LEADER_CHANGE = 2
-    SNAPSHOT_HEADER = 3
-    SNAPSHOT_FOOTER = 4
-    KRAFT_VERSION = 5
-    KRAFT_VOTERS = 6
+# The control record types are declared once, with the control records, in the protocol layer.
