@@ -48,8 +48,8 @@ def encode_request_header(header: codec.Value, version: int) -> bytes:
 
 def _encode_header(spec: MessageSpec, header: codec.Value, version: int, out: bytearray) -> None:
     if spec is REQUEST_HEADER and version >= 1:
-        # The client id is a classic string whatever the header version; write it by hand-free
-        # composition: the v1 layout, then (v2) the tagged-field section.
+        # The client id is a classic string whatever the header version, so v2 is the v1 layout
+        # followed by an (empty) tagged-field section.
         codec.encode_into(REQUEST_HEADER, 1, header, out)
         if version >= 2:
             out += codec.uvarint(0)
