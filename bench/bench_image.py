@@ -32,9 +32,8 @@ from collections.abc import Iterator
 
 from bench.common import best_rate
 from kraftwerk.image.delta import MetadataDelta
-from kraftwerk.image.loader import replay_batches
+from kraftwerk.image.loader import MetadataBatch, replay_batches
 from kraftwerk.image.model import MetadataImage
-from kraftwerk.image.source import MetadataBatch
 from kraftwerk.image.writer import write_image
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.frame import MetadataRecord, decode_metadata_record, encode_metadata_record

@@ -12,7 +12,6 @@ dir) is the storage layer's job.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from kraftwerk.protocol import codec
 from kraftwerk.protocol.registry import lookup_record
 from kraftwerk.records.builder import RecordsBuilder
 from kraftwerk.records.types import ControlRecordType
+from kraftwerk.storage.fileio import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -122,27 +122,9 @@ def write_snapshot(image: MetadataImage, destination: Path, options: ImageWriter
     """
     data, result, sid = snapshot_bytes(image, options, snapshot_id)
     path = destination / sid.file_name if destination.is_dir() else destination
-    _atomic_write(path, data)
+    atomic_write(path, data, tmp_suffix=".part")
     log.info("Wrote snapshot %s (%d records, %d bytes) at metadata.version %s",
              path, len(result.records), len(data), result.metadata_version)
     return SnapshotWriteResult(path, sid, result, len(data))
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    """``<name>.part`` → fsync → rename → fsync the directory, so a crash leaves old or new."""
-    part = path.with_name(path.name + ".part")
-    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(part, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
