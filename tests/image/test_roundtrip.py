@@ -90,7 +90,7 @@ def record_logs(draw: st.DrawFn) -> list[MetadataRecord]:
             out.append(
                 rec(
                     "RegisterBrokerRecord",
-                    min(mv.register_broker_record_version() if mv < MV.IBP_4_4_IV1 else 5, 5),
+                    mv.register_broker_record_version(),
                     **fields,
                 )
             )

@@ -235,7 +235,7 @@ def _steps(method: str) -> list[tuple[int, int]]:
 
 
 def test_record_and_request_versions() -> None:
-    assert _steps("register_broker_record_version") == [(1, 0), (7, 1), (8, 2), (17, 3), (30, 4)]
+    assert _steps("register_broker_record_version") == [(1, 0), (7, 1), (8, 2), (17, 3), (30, 4), (32, 5)]
     assert _steps("partition_record_version") == [(1, 0), (17, 1), (23, 2)]
     assert _steps("partition_change_record_version") == [(1, 0), (17, 1), (23, 2)]
     assert _steps("fetch_request_version") == [

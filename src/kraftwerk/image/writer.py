@@ -44,9 +44,6 @@ from kraftwerk.versions.metadata_version import FEATURE_NAME, MINIMUM_BOOTSTRAP_
 
 log = logging.getLogger(__name__)
 
-#: The first metadata.version that carries broker static configs (KIP-1294 companion draft).
-STATIC_CONFIGS_VERSION = MetadataVersion.IBP_4_4_IV1
-
 
 class LossPolicy(enum.Enum):
     """What the writer does with data the target version cannot hold."""
@@ -247,15 +244,11 @@ def broker_record(broker: BrokerRegistration, w: _Writer) -> dict[str, Any]:
         else:
             w.loss("the cordoned log directories of one or more brokers")
     if broker.static_configs:
-        if mv >= STATIC_CONFIGS_VERSION and _has_field("RegisterBrokerRecord", "staticConfigs"):
+        if mv.is_broker_static_configs_supported():
             value["staticConfigs"] = [{"name": n, "value": v} for n, v in broker.static_configs]
         else:
             w.loss("the static configs of one or more brokers")
     return value
-
-
-def _has_field(record_name: str, json_name: str) -> bool:
-    return any(f.json_name == json_name for f in lookup_record(record_name).fields)
 
 
 def controller_record(controller: ControllerRegistration) -> dict[str, Any]:
@@ -268,16 +261,8 @@ def controller_record(controller: ControllerRegistration) -> dict[str, Any]:
     }
 
 
-def register_broker_record_version(mv: MetadataVersion) -> int:
-    """The catalogue's version, or v5 (StaticConfigs, a kraftwerk extension) from its version on."""
-    version = mv.register_broker_record_version()
-    if mv >= STATIC_CONFIGS_VERSION and _has_field("RegisterBrokerRecord", "staticConfigs"):
-        version = max(version, 5)
-    return version
-
-
 def _write_cluster(image: MetadataImage, w: _Writer) -> None:
-    version = register_broker_record_version(w.mv)
+    version = w.mv.register_broker_record_version()
     for broker in image.cluster.brokers.values():
         w.write("RegisterBrokerRecord", version, broker_record(broker, w))
     if image.cluster.controllers:

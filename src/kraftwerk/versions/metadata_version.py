@@ -195,8 +195,15 @@ class MetadataVersion(enum.Enum):
     def is_controller_unregistration_supported(self) -> bool:
         return self.feature_level >= 33
 
+    def is_broker_static_configs_supported(self) -> bool:
+        """Brokers report their static configs at registration (KIP-1294 companion draft, 4.4-IV1)."""
+        return self.feature_level >= 32
+
     def register_broker_record_version(self) -> int:
-        """RegisterBrokerRecord version: 0, then 1 (3.3-IV3), 2 (3.4-IV0), 3 (3.7-IV2), 4 (4.3-IV0)."""
+        """RegisterBrokerRecord version: 0, then 1 (3.3-IV3), 2 (3.4-IV0), 3 (3.7-IV2), 4 (4.3-IV0),
+        5 (4.4-IV1: StaticConfigs)."""
+        if self.is_broker_static_configs_supported():
+            return 5
         if self.is_cordoned_log_dirs_supported():
             return 4
         if self.is_directory_assignment_supported():
