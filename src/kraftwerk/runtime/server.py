@@ -1,0 +1,201 @@
+"""A Kafka-protocol TCP server over asyncio.
+
+One server per listener. Each connection reads size-prefixed frames, decodes the request header
+and body, and hands the request to a :class:`RequestHandler`. Requests on one connection may be
+pipelined and are handled concurrently (a raft Fetch may wait for new data), but responses are
+written in request order, which is what Kafka guarantees and what its clients rely on.
+
+As Kafka's ``SocketServer``: a frame above ``max_frame_bytes`` (``socket.request.max.bytes``), an
+unknown api key, an unsupported version, or a body that does not decode closes the connection; an
+ApiVersions request at a version we do not know gets a v0 UNSUPPORTED_VERSION answer instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from kraftwerk.protocol import codec
+from kraftwerk.runtime import framing
+from kraftwerk.runtime.errors import NetworkError
+
+log = logging.getLogger(__name__)
+
+#: Requests a single connection may have in flight before we stop reading from it (Kafka mutes a
+#: channel after one; we allow pipelining but keep memory bounded).
+MAX_IN_FLIGHT_PER_CONNECTION = 64
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionInfo:
+    connection_id: int
+    listener: str
+    peer: str
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A decoded request as the handler sees it."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: codec.Value
+    connection: ConnectionInfo
+
+
+class RequestHandler(Protocol):
+    """What a node exposes to the network layer."""
+
+    def supported_apis(self, listener: str) -> Mapping[int, tuple[int, int]]:
+        """api key → (min, max) version served on this listener."""
+        ...
+
+    async def handle(self, request: Request) -> codec.Value | None:
+        """The response body (None: no response, as for Produce with acks=0)."""
+        ...
+
+
+class _Connection:
+    def __init__(self, server: KafkaServer, connection_id: int, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter) -> None:
+        self.server = server
+        self.reader = reader
+        self.writer = writer
+        peer = writer.get_extra_info("peername")
+        self.info = ConnectionInfo(connection_id, server.listener, f"{peer[0]}:{peer[1]}" if peer else "?")
+        self.pending: asyncio.Queue[tuple[framing.ParsedRequest, asyncio.Task[codec.Value | None]] | None]
+        self.pending = asyncio.Queue(MAX_IN_FLIGHT_PER_CONNECTION)
+        self.tasks: set[asyncio.Task[codec.Value | None]] = set()
+
+    async def run(self) -> None:
+        sender = asyncio.create_task(self._send_loop())
+        try:
+            await self._read_loop()
+        except (NetworkError, ConnectionError, asyncio.IncompleteReadError) as exc:
+            log.debug("closing connection %s from %s: %s", self.info.connection_id, self.info.peer, exc)
+            sender.cancel()
+        finally:
+            with contextlib.suppress(asyncio.QueueFull):
+                self.pending.put_nowait(None)
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await sender
+            for task in self.tasks:
+                task.cancel()
+            self.writer.close()
+            with contextlib.suppress(Exception):
+                await self.writer.wait_closed()
+
+    async def _read_loop(self) -> None:
+        while True:
+            try:
+                size_bytes = await self.reader.readexactly(4)
+            except asyncio.IncompleteReadError as exc:
+                if exc.partial:
+                    raise
+                return  # clean close between frames
+            size = framing.SIZE.unpack(size_bytes)[0]
+            framing.check_frame_size(size, self.server.max_frame_bytes)
+            frame = await self.reader.readexactly(size)
+            supported = dict(self.server.handler.supported_apis(self.server.listener))
+            parsed = framing.parse_request(frame, supported)
+            task = asyncio.create_task(self._dispatch(parsed))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+            await self.pending.put((parsed, task))
+
+    async def _dispatch(self, parsed: framing.ParsedRequest) -> codec.Value | None:
+        head = parsed.header
+        if parsed.unsupported_api_versions:
+            high = self.server.handler.supported_apis(self.server.listener)[framing.API_VERSIONS_KEY][1]
+            return framing.unsupported_api_versions_response(high)
+        request = Request(head.api_key, head.api_version, head.correlation_id, head.client_id, parsed.body,
+                          self.info)
+        return await self.server.handler.handle(request)
+
+    async def _send_loop(self) -> None:
+        while True:
+            item = await self.pending.get()
+            if item is None:
+                return
+            parsed, task = item
+            head = parsed.header
+            try:
+                body = await task
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("handler failed on api key %s v%s; closing connection %s",
+                              head.api_key, head.api_version, self.info.connection_id)
+                self.writer.close()
+                return
+            if body is None:
+                continue
+            # An ApiVersions request at a version we do not know is answered at v0 (see framing).
+            version = 0 if parsed.unsupported_api_versions else head.api_version
+            self.writer.write(framing.encode_response(head.api_key, version, head.correlation_id, body))
+            await self.writer.drain()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class KafkaServer:
+    """Listens on one listener and serves requests with ``handler``."""
+
+    def __init__(self, handler: RequestHandler, host: str, port: int, *, listener: str = "PLAINTEXT",
+                 max_frame_bytes: int = framing.DEFAULT_MAX_FRAME_BYTES) -> None:
+        self.handler = handler
+        self.host = host
+        self.requested_port = port
+        self.listener = listener
+        self.max_frame_bytes = max_frame_bytes
+        self._server: asyncio.Server | None = None
+        self._connections: dict[int, _Connection] = {}
+        self._ids = itertools.count(1)
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._accept, self.host, self.requested_port,
+                                                  reuse_address=True)
+
+    @property
+    def port(self) -> int:
+        """The bound port (useful with port 0)."""
+        if self._server is None or not self._server.sockets:
+            raise NetworkError(f"listener {self.listener} is not started")
+        port: int = self._server.sockets[0].getsockname()[1]
+        return port
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = _Connection(self, next(self._ids), reader, writer)
+        self._connections[conn.info.connection_id] = conn
+        try:
+            await conn.run()
+        finally:
+            self._connections.pop(conn.info.connection_id, None)
+
+    def close_connections(self) -> int:
+        """Close every client connection (e.g. after a metadata.version change); returns how many."""
+        conns = list(self._connections.values())
+        for conn in conns:
+            conn.close()
+        return len(conns)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self.close_connections()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 2.0)
+            self._server = None
