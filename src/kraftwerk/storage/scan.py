@@ -1,0 +1,446 @@
+"""Batch-level (and record-level) rows of log segments: the format logic of a fleet scan.
+
+This is what ``kraftwerk pipeline scan`` computes, with or without Spark: the Spark data source
+(``kraftwerk.spark.source``) only plans :class:`SegmentSplit` values and turns the rows of
+:func:`iter_batch_rows` / :func:`iter_record_rows` into Arrow batches. A scan reads batch headers
+from a memory-mapped segment and checks CRCs; it decompresses only v0/v1 compressed wrappers (their
+base offset and record count live inside the payload). Memory therefore stays at one batch, never a
+segment. Damage never stops a scan: a batch with a bad CRC is a row with ``crc_valid`` false, and
+unreadable bytes (bad framing, a torn tail) become one row with ``error`` set.
+
+Large segments are split at offset-index entries (each entry names a batch start), after checking
+that the entry really points at a batch with that last offset, so a stale index cannot misplace a
+split.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from kraftwerk.records.batch import BatchScanner, Header, RecordBatch, TailReason
+from kraftwerk.records.errors import RecordsError
+from kraftwerk.records.types import LOG_OVERHEAD, MAGIC_V2
+from kraftwerk.storage.errors import StorageError, StorageIOError
+from kraftwerk.storage.fileio import translate_os_errors
+from kraftwerk.storage.metadata_log import METADATA_PARTITION_DIR
+from kraftwerk.storage.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SegmentReader,
+    file_name,
+    parse_partition_dir_name,
+    parse_segment_file_name,
+    read_offset_index,
+)
+
+log = logging.getLogger(__name__)
+
+#: Segments larger than this are split into several input partitions at offset-index entries.
+DEFAULT_MAX_SPLIT_BYTES = 128 * 1024 * 1024
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+_BASE_OFFSET = struct.Struct(">q")
+
+
+class ScanError(StorageError):
+    """A scan that cannot start: no such log dir, or a path that is not a segment."""
+
+
+# ---------------------------------------------------------------------- segments and splits
+
+@dataclass(frozen=True, slots=True)
+class SegmentFile:
+    """One ``.log`` file located in its log dir and topic-partition."""
+
+    log_dir: str
+    topic: str
+    partition: int
+    base_offset: int
+    path: str
+    size: int
+
+    @property
+    def partition_dir(self) -> str:
+        return os.path.dirname(self.path)
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentSplit:
+    """Bytes ``[start, end)`` of a segment: the batches that *start* in that range."""
+
+    segment: SegmentFile
+    start: int
+    end: int
+
+
+def locate_segment(path: str | Path, size: int | None = None) -> SegmentFile:
+    """Where a ``.log`` file sits: ``<log dir>/<topic>-<partition>/<base offset>.log``."""
+    p = Path(str(path).removeprefix("file:"))
+    parsed = parse_segment_file_name(p.name)
+    pdir = parse_partition_dir_name(p.parent.name)
+    if parsed is None or parsed[1] != LOG_SUFFIX or pdir is None or pdir.kind is not None:
+        raise ScanError(f"{p} is not a log segment inside a topic-partition directory")
+    if size is None:
+        with translate_os_errors(p, "stat"):
+            size = p.stat().st_size
+    return SegmentFile(str(p.parent.parent), pdir.topic, pdir.partition, parsed[0], str(p), size)
+
+
+def partition_dirs(log_dir: str | Path) -> list[Path]:
+    """The topic-partition directories of a log dir (``-delete``/``-future``/``-stray`` excluded)."""
+    root = Path(log_dir)
+    if not root.is_dir():
+        raise ScanError(f"Log directory {root} does not exist or is not a directory")
+    with translate_os_errors(root, "list"):
+        names = sorted(os.listdir(root))
+    out = []
+    for name in names:
+        parsed = parse_partition_dir_name(name)
+        if parsed is not None and parsed.kind is None and (root / name).is_dir():
+            out.append(root / name)
+    return out
+
+
+def discover_segments(log_dirs: Sequence[str | Path]) -> list[SegmentFile]:
+    """Every segment of the given log dirs by a local directory walk (the no-Spark listing)."""
+    out: list[SegmentFile] = []
+    for log_dir in log_dirs:
+        for pdir in partition_dirs(log_dir):
+            with translate_os_errors(pdir, "list"):
+                names = sorted(os.listdir(pdir))
+            for name in names:
+                parsed = parse_segment_file_name(name)
+                if parsed is not None and parsed[1] == LOG_SUFFIX:
+                    out.append(locate_segment(pdir / name))
+    return out
+
+
+def is_segment_path(path: str) -> bool:
+    """True for ``.../<topic>-<n>/<20 digits>.log`` (used to filter a file listing)."""
+    p = Path(path)
+    parsed = parse_segment_file_name(p.name)
+    pdir = parse_partition_dir_name(p.parent.name)
+    return parsed is not None and parsed[1] == LOG_SUFFIX and pdir is not None and pdir.kind is None
+
+
+def _last_offset_at(fd: int, position: int) -> int | None:
+    """The last offset of the batch starting at ``position`` (header bytes only), or None."""
+    try:
+        head = os.pread(fd, 61, position)
+    except OSError:
+        return None
+    if len(head) < LOG_OVERHEAD + 5:
+        return None
+    (base,) = _BASE_OFFSET.unpack_from(head, 0)
+    magic = head[16]
+    if magic == MAGIC_V2:
+        if len(head) < 27:
+            return None
+        (delta,) = _LAST_OFFSET_DELTA.unpack_from(head, 23)
+        return int(base + delta)
+    return int(base) if magic in (0, 1) else None
+
+
+def plan_splits(segment: SegmentFile, max_split_bytes: int = DEFAULT_MAX_SPLIT_BYTES) -> list[SegmentSplit]:
+    """One split per segment, or several cut at verified offset-index entries for a large one."""
+    if max_split_bytes <= 0 or segment.size <= max_split_bytes:
+        return [SegmentSplit(segment, 0, segment.size)]
+    index_path = Path(segment.partition_dir) / file_name(segment.base_offset, INDEX_SUFFIX)
+    try:
+        entries = read_offset_index(index_path, segment.base_offset)
+    except StorageError as exc:
+        log.info("%s: no usable offset index (%s); reading the segment as one split", segment.path, exc)
+        return [SegmentSplit(segment, 0, segment.size)]
+    cuts: list[int] = []
+    try:
+        fd = os.open(segment.path, os.O_RDONLY)
+    except OSError as exc:
+        raise StorageIOError(f"cannot open {segment.path}: {exc.strerror}", segment.path) from exc
+    try:
+        last_cut = 0
+        for e in entries:
+            if e.position - last_cut >= max_split_bytes and e.position < segment.size:
+                if _last_offset_at(fd, e.position) == e.offset:
+                    cuts.append(e.position)
+                    last_cut = e.position
+                else:
+                    log.warning("%s: index entry %d@%d does not match the log; not splitting there",
+                                segment.path, e.offset, e.position)
+    finally:
+        os.close(fd)
+    bounds = [0, *cuts, segment.size]
+    return [SegmentSplit(segment, a, b) for a, b in itertools.pairwise(bounds)]
+
+
+# ---------------------------------------------------------------------- rows
+
+class BatchRow(NamedTuple):
+    """One batch of a segment (or, with ``error`` set, a run of unreadable bytes)."""
+
+    log_dir: str
+    topic: str
+    partition: int
+    segment: int
+    position: int
+    base_offset: int | None
+    last_offset: int | None
+    magic: int | None
+    codec: str | None
+    record_count: int | None
+    batch_size: int
+    base_timestamp: int | None
+    max_timestamp: int | None
+    timestamp_type: str | None
+    crc_valid: bool
+    is_transactional: bool
+    is_control: bool
+    producer_id: int | None
+    partition_leader_epoch: int | None
+    error: str | None
+
+
+#: (name, type) of every batch-row column; types are Spark SQL type names.
+BATCH_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("log_dir", "string"), ("topic", "string"), ("partition", "int"), ("segment", "bigint"),
+    ("position", "bigint"), ("base_offset", "bigint"), ("last_offset", "bigint"), ("magic", "int"),
+    ("codec", "string"), ("record_count", "int"), ("batch_size", "bigint"), ("base_timestamp", "bigint"),
+    ("max_timestamp", "bigint"), ("timestamp_type", "string"), ("crc_valid", "boolean"),
+    ("is_transactional", "boolean"), ("is_control", "boolean"), ("producer_id", "bigint"),
+    ("partition_leader_epoch", "int"), ("error", "string"),
+)
+assert tuple(n for n, _ in BATCH_COLUMNS) == BatchRow._fields
+
+
+class RecordRow(NamedTuple):
+    """One record with the batch facts a consumer would need to interpret it."""
+
+    log_dir: str
+    topic: str
+    partition: int
+    segment: int
+    magic: int
+    is_control: bool
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...]
+
+
+RECORD_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("log_dir", "string"), ("topic", "string"), ("partition", "int"), ("segment", "bigint"),
+    ("magic", "int"), ("is_control", "boolean"), ("offset", "bigint"), ("timestamp", "bigint"),
+    ("key", "binary"), ("value", "binary"), ("headers", "array<struct<key:string,value:binary>>"),
+)
+assert tuple(n for n, _ in RECORD_COLUMNS) == RecordRow._fields
+
+
+def _batch_row(seg: SegmentFile, b: RecordBatch, validate: bool) -> BatchRow:
+    error: str | None = None
+    crc_valid = b.is_valid if validate else True
+    try:
+        base = b.base_offset
+        count: int | None = b.record_count
+    except RecordsError as exc:  # a v0/v1 wrapper whose payload cannot be read
+        base, count, error = None, None, str(exc)
+    return BatchRow(seg.log_dir, seg.topic, seg.partition, seg.base_offset, b.position, base, b.last_offset,
+                    b.magic, b.compression.kafka_name, count, b.size, b.base_timestamp, b.max_timestamp,
+                    b.timestamp_type.kafka_name, crc_valid, b.is_transactional, b.is_control, b.producer_id,
+                    b.partition_leader_epoch, error)
+
+
+def _error_row(seg: SegmentFile, position: int, size: int, message: str) -> BatchRow:
+    return BatchRow(seg.log_dir, seg.topic, seg.partition, seg.base_offset, position, None, None, None, None,
+                    None, size, None, None, None, False, False, False, None, None, message)
+
+
+def _scanned(split: SegmentSplit, reader: SegmentReader
+             ) -> Iterator[tuple[RecordBatch | None, BatchRow | None]]:
+    """The batches starting in the split; a final ``(None, error row)`` for unreadable bytes."""
+    seg = split.segment
+    end = min(split.end, reader.size)
+    # frame up to the segment end so a batch that starts in the split but ends after it is read whole
+    scanner = BatchScanner(reader.data, split.start, reader.size, validate=False,
+                           max_decompressed_size=reader.max_decompressed_size)
+    for b in scanner:
+        if b.position >= end:
+            return
+        yield b, None
+    tail = scanner.tail
+    if tail is not None and tail.position < end:
+        what = "truncated" if tail.reason is TailReason.TRUNCATED else "corrupt"
+        yield None, _error_row(seg, tail.position, tail.length, f"{what}: {tail.message}")
+
+
+def iter_batch_rows(split: SegmentSplit | SegmentFile, *, validate: bool = True) -> Iterator[BatchRow]:
+    """The batch rows of a split (or a whole segment), streaming from a memory map."""
+    if isinstance(split, SegmentFile):
+        split = SegmentSplit(split, 0, split.size)
+    seg = split.segment
+    try:
+        reader = SegmentReader(Path(seg.path))
+    except StorageError as exc:
+        yield _error_row(seg, split.start, 0, f"unreadable: {exc}")
+        return
+    with reader:
+        for b, err in _scanned(split, reader):
+            yield err if b is None else _batch_row(seg, b, validate)  # type: ignore[misc]
+
+
+def iter_record_rows(split: SegmentSplit | SegmentFile) -> Iterator[RecordRow]:
+    """Every record of the batches in a split; undecodable batches are skipped (logged)."""
+    if isinstance(split, SegmentFile):
+        split = SegmentSplit(split, 0, split.size)
+    seg = split.segment
+    new = tuple.__new__
+    with SegmentReader(Path(seg.path)) as reader:
+        for b, _ in _scanned(split, reader):
+            if b is None:
+                continue
+            try:
+                for r in b.records():
+                    yield new(RecordRow, (seg.log_dir, seg.topic, seg.partition, seg.base_offset, b.magic,
+                                          b.is_control, r.offset, r.timestamp,
+                                          None if r.key is None else bytes(r.key),
+                                          None if r.value is None else bytes(r.value), r.headers))
+            except RecordsError as exc:
+                log.warning("%s: skipping the records of the batch at %d: %s", seg.path, b.position, exc)
+
+
+def scan_segments(segments: Iterable[SegmentFile], *, validate: bool = True,
+                  max_split_bytes: int = DEFAULT_MAX_SPLIT_BYTES) -> Iterator[BatchRow]:
+    """The batch rows of many segments, in order (the single-process scan)."""
+    for seg in segments:
+        for split in plan_splits(seg, max_split_bytes):
+            yield from iter_batch_rows(split, validate=validate)
+
+
+# ---------------------------------------------------------------------- summary
+
+@dataclass(slots=True)
+class PartitionSummary:
+    """Per topic-partition (and log dir) totals of a scan; ``legacy_*`` count v0/v1 batches only."""
+
+    log_dir: str
+    topic: str
+    partition: int
+    segments: set[int] = field(default_factory=set)
+    batches: int = 0
+    records: int = 0
+    bytes: int = 0
+    legacy_batches: int = 0
+    legacy_records: int = 0
+    legacy_bytes: int = 0
+    v0_bytes: int = 0
+    v1_bytes: int = 0
+    legacy_first_offset: int | None = None
+    legacy_last_offset: int | None = None
+    first_offset: int | None = None
+    last_offset: int | None = None
+    corrupt_batches: int = 0
+
+    def add(self, row: BatchRow) -> None:
+        self.segments.add(row.segment)
+        self.bytes += row.batch_size
+        if row.error is not None or not row.crc_valid:
+            self.corrupt_batches += 1
+        if row.magic is None:
+            return
+        self.batches += 1
+        self.records += row.record_count or 0
+        first = row.base_offset if row.base_offset is not None else row.last_offset
+        if first is not None and (self.first_offset is None or first < self.first_offset):
+            self.first_offset = first
+        if row.last_offset is not None and (self.last_offset is None or row.last_offset > self.last_offset):
+            self.last_offset = row.last_offset
+        if row.magic < MAGIC_V2:
+            self.legacy_batches += 1
+            self.legacy_records += row.record_count or 0
+            self.legacy_bytes += row.batch_size
+            if row.magic == 0:
+                self.v0_bytes += row.batch_size
+            else:
+                self.v1_bytes += row.batch_size
+            if first is not None and (self.legacy_first_offset is None or first < self.legacy_first_offset):
+                self.legacy_first_offset = first
+            if row.last_offset is not None and (self.legacy_last_offset is None
+                                                or row.last_offset > self.legacy_last_offset):
+                self.legacy_last_offset = row.last_offset
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "logDir": self.log_dir, "topic": self.topic, "partition": self.partition,
+            "segments": len(self.segments), "batches": self.batches, "records": self.records,
+            "bytes": self.bytes, "firstOffset": self.first_offset, "lastOffset": self.last_offset,
+            "legacyBatches": self.legacy_batches, "legacyRecords": self.legacy_records,
+            "legacyBytes": self.legacy_bytes, "v0Bytes": self.v0_bytes, "v1Bytes": self.v1_bytes,
+            "legacyFirstOffset": self.legacy_first_offset, "legacyLastOffset": self.legacy_last_offset,
+            "corruptBatches": self.corrupt_batches,
+        }
+
+
+def summarize(rows: Iterable[BatchRow]) -> list[PartitionSummary]:
+    """Fold batch rows into per-partition summaries, sorted by log dir, topic, partition."""
+    by_key: dict[tuple[str, str, int], PartitionSummary] = {}
+    for row in rows:
+        key = (row.log_dir, row.topic, row.partition)
+        s = by_key.get(key)
+        if s is None:
+            s = by_key[key] = PartitionSummary(*key)
+        s.add(row)
+    return [by_key[k] for k in sorted(by_key)]
+
+
+def totals(summaries: Iterable[PartitionSummary]) -> dict[str, int]:
+    """Fleet totals of a list of partition summaries."""
+    out = {"partitions": 0, "partitionsWithLegacy": 0, "segments": 0, "batches": 0, "records": 0, "bytes": 0,
+           "legacyBatches": 0, "legacyRecords": 0, "legacyBytes": 0, "v0Bytes": 0, "v1Bytes": 0,
+           "corruptBatches": 0}
+    for s in summaries:
+        out["partitions"] += 1
+        out["partitionsWithLegacy"] += 1 if s.legacy_batches else 0
+        out["segments"] += len(s.segments)
+        out["batches"] += s.batches
+        out["records"] += s.records
+        out["bytes"] += s.bytes
+        out["legacyBatches"] += s.legacy_batches
+        out["legacyRecords"] += s.legacy_records
+        out["legacyBytes"] += s.legacy_bytes
+        out["v0Bytes"] += s.v0_bytes
+        out["v1Bytes"] += s.v1_bytes
+        out["corruptBatches"] += s.corrupt_batches
+    return out
+
+
+def is_metadata_partition(topic: str, partition: int) -> bool:
+    return f"{topic}-{partition}" == METADATA_PARTITION_DIR
+
+
+__all__ = [
+    "BATCH_COLUMNS",
+    "DEFAULT_MAX_SPLIT_BYTES",
+    "RECORD_COLUMNS",
+    "BatchRow",
+    "PartitionSummary",
+    "RecordRow",
+    "ScanError",
+    "SegmentFile",
+    "SegmentSplit",
+    "discover_segments",
+    "is_metadata_partition",
+    "is_segment_path",
+    "iter_batch_rows",
+    "iter_record_rows",
+    "locate_segment",
+    "partition_dirs",
+    "plan_splits",
+    "scan_segments",
+    "summarize",
+    "totals",
+]

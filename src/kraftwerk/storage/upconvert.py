@@ -1,0 +1,382 @@
+"""Rewrite segments that hold message format v0/v1 as v2 (KIP-724's "future work"), safely.
+
+The unit of work is one topic-partition directory (so a retried Spark task, or a re-run after a
+crash, first finishes or rolls back an interrupted swap of that directory with
+:func:`~kraftwerk.storage.replace.recover_replacements`, then continues). Within it, each segment
+holding any v0/v1 batch is rewritten on its own:
+
+1. every batch goes through :func:`kraftwerk.records.upconvert_batch` (Kafka 4.0's cleaner rules:
+   one v2 batch per shallow v0/v1 message, same codec, same absolute offsets; v2 batches copied),
+   streamed into ``<base>.log.cleaned`` with rebuilt indexes (a ``.txnindex`` is copied: it holds
+   offsets only, which do not change);
+2. the new file is read back and verified against the old one: the same (offset, timestamp, key,
+   value, headers) sequence, only magic-2 batches, every CRC valid;
+3. only then the swap protocol of :mod:`kraftwerk.storage.replace` puts it in place.
+
+Segments with only v2 batches are never touched, so a second run changes nothing. Segments with a
+corrupt batch or a torn tail are reported and left alone (recover the partition first). With an
+output directory instead of ``in_place``, converted segments are written there and the source is
+only read. Callers must hold the log dir's lock for in-place work (:func:`upconvert_log_dirs` does).
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kraftwerk.records.batch import RecordBatch
+from kraftwerk.records.convert import upconvert_batch
+from kraftwerk.records.errors import RecordsError
+from kraftwerk.records.types import MAGIC_V2
+from kraftwerk.storage.errors import LogDirLockedError, StorageError
+from kraftwerk.storage.fileio import atomic_write, translate_os_errors
+from kraftwerk.storage.lock import LogDirLock
+from kraftwerk.storage.replace import CLEANED_SUFFIX, ReplaceHook, SegmentReplacement, recover_replacements
+from kraftwerk.storage.scan import ScanError, partition_dirs
+from kraftwerk.storage.segment import (
+    Segment,
+    SegmentReader,
+    list_segments,
+    parse_partition_dir_name,
+    write_indexes,
+)
+
+log = logging.getLogger(__name__)
+
+
+class UpconvertError(StorageError):
+    """A conversion that cannot be done or whose result does not match its input."""
+
+
+class VerificationError(UpconvertError):
+    """The rewritten segment does not read back as the same records as the original."""
+
+
+class Status(enum.Enum):
+    """What happened to one segment (or, for ``LOCKED``/``MISSING``, to a whole log dir)."""
+
+    CONVERTED = "converted"
+    WOULD_CONVERT = "would-convert"  # dry run
+    UNCHANGED = "unchanged"  # v2 only: not touched
+    CORRUPT = "corrupt"  # unreadable batches: left alone
+    FAILED = "failed"  # conversion or verification failed: left alone
+    LOCKED = "locked"  # a broker holds the log dir
+    MISSING = "missing"  # the log dir does not exist
+
+    @property
+    def is_problem(self) -> bool:
+        return self in (Status.CORRUPT, Status.FAILED, Status.LOCKED, Status.MISSING)
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentOutcome:
+    """The result for one segment (``base_offset`` -1 and empty topic for a log-dir-level outcome)."""
+
+    log_dir: str
+    topic: str
+    partition: int
+    base_offset: int
+    status: Status
+    batches: int = 0
+    legacy_batches: int = 0
+    records: int = 0
+    input_bytes: int = 0
+    output_bytes: int = 0
+    message: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {"logDir": self.log_dir, "topic": self.topic, "partition": self.partition,
+                "baseOffset": self.base_offset, "status": self.status.value, "batches": self.batches,
+                "legacyBatches": self.legacy_batches, "records": self.records,
+                "inputBytes": self.input_bytes, "outputBytes": self.output_bytes, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentCensus:
+    """Header-only facts of a segment: how many batches, how many v0/v1, where reading stopped."""
+
+    batches: int
+    legacy_batches: int
+    size: int
+    problem: str | None
+
+
+def census(log_path: Path) -> SegmentCensus:
+    """Count batches and v0/v1 batches from headers (and CRCs); no decompression."""
+    with SegmentReader(log_path) as reader:
+        scanner = reader.scanner(validate=True)
+        batches = legacy = 0
+        for b in scanner:
+            batches += 1
+            if b.magic < MAGIC_V2:
+                legacy += 1
+        tail = scanner.tail
+        problem = None if tail is None else (
+            f"{tail.reason.value} batch at byte {tail.position}: {tail.message}")
+        return SegmentCensus(batches, legacy, reader.size, problem)
+
+
+def converted_chunks(reader: SegmentReader) -> Iterator[bytes]:
+    """The segment's batches as v2 bytes, one batch at a time (memory bounded by a batch)."""
+    for b in reader.batches(validate=True):
+        yield upconvert_batch(b)
+
+
+def _records(batches: Iterator[RecordBatch]) -> Iterator[tuple[object, ...]]:
+    for b in batches:
+        for r in b.records():
+            yield (r.offset, r.timestamp, None if r.key is None else bytes(r.key),
+                   None if r.value is None else bytes(r.value), r.headers)
+
+
+def verify_converted(old_path: Path, new_path: Path) -> int:
+    """Check that ``new_path`` holds exactly the records of ``old_path``, all in v2 batches.
+
+    Returns the record count; raises :class:`VerificationError` naming the first difference.
+    """
+    with SegmentReader(old_path) as old, SegmentReader(new_path) as new:
+        def checked_new() -> Iterator[RecordBatch]:
+            scanner = new.scanner(validate=True)
+            for b in scanner:
+                if b.magic != MAGIC_V2:
+                    raise VerificationError(f"{new_path}: batch at byte {b.position} has magic {b.magic}")
+                yield b
+            if scanner.tail is not None:
+                raise VerificationError(f"{new_path}: unreadable batch at byte {scanner.tail.position}: "
+                                        f"{scanner.tail.message}")
+
+        count = 0
+        try:
+            pairs = itertools.zip_longest(_records(old.batches(validate=True)), _records(checked_new()))
+            for a, b in pairs:
+                if a != b:
+                    where = a[0] if a is not None else b[0] if b is not None else "?"
+                    what = "missing" if b is None else "extra" if a is None else "content"
+                    raise VerificationError(
+                        f"{new_path}: record at offset {where} differs from {old_path} ({what})")
+                count += 1
+        except (RecordsError, StorageError) as exc:
+            if isinstance(exc, VerificationError):
+                raise
+            raise VerificationError(f"verifying {new_path} against {old_path}: {exc}") from exc
+        return count
+
+
+def _copy_txn_index(src: Segment, dst_txn_path: Path) -> None:
+    if src.txn_index_path.exists():
+        with translate_os_errors(src.txn_index_path, "copy"):
+            data = src.txn_index_path.read_bytes()
+        atomic_write(dst_txn_path, data)
+
+
+def _outcome(log_dir: Path, topic: str, partition: int, base: int, status: Status, c: SegmentCensus | None,
+             *, records: int = 0, output_bytes: int = 0, message: str = "") -> SegmentOutcome:
+    batches = 0 if c is None else c.batches
+    legacy = 0 if c is None else c.legacy_batches
+    size = 0 if c is None else c.size
+    return SegmentOutcome(str(log_dir), topic, partition, base, status, batches, legacy, records, size,
+                          output_bytes, message)
+
+
+def upconvert_partition(partition_dir: Path, *, in_place: bool = False, out_dir: Path | None = None,
+                        dry_run: bool = False, hook: ReplaceHook | None = None) -> list[SegmentOutcome]:
+    """Convert the segments of one topic-partition directory; one outcome per segment.
+
+    ``in_place`` swaps converted segments in (crash-safe); otherwise they are written under
+    ``out_dir/<partition dir name>/``. ``hook`` is the swap protocol's crash-injection hook.
+    """
+    partition_dir = Path(partition_dir)
+    log_dir = partition_dir.parent
+    parsed = parse_partition_dir_name(partition_dir.name)
+    if parsed is None:
+        raise UpconvertError(f"{partition_dir} is not a topic-partition directory")
+    topic, partition = parsed.topic, parsed.partition
+    if not in_place and out_dir is None and not dry_run:
+        raise UpconvertError("either in_place or an output directory is required")
+    if in_place and not dry_run:
+        recovered = recover_replacements(partition_dir)
+        if recovered.touched:
+            log.warning("%s: finished an interrupted replacement first (%s)", partition_dir, recovered)
+    outcomes: list[SegmentOutcome] = []
+    for seg in list_segments(partition_dir):
+        try:
+            c = census(seg.log_path)
+        except StorageError as exc:
+            outcomes.append(_outcome(log_dir, topic, partition, seg.base_offset, Status.CORRUPT, None,
+                                     message=str(exc)))
+            continue
+        if c.legacy_batches == 0 and c.problem is None:
+            outcomes.append(_outcome(log_dir, topic, partition, seg.base_offset, Status.UNCHANGED, c))
+            continue
+        if c.problem is not None:
+            outcomes.append(_outcome(log_dir, topic, partition, seg.base_offset, Status.CORRUPT, c,
+                                     message=f"{seg.log_path}: {c.problem}"))
+            continue
+        if dry_run:
+            outcomes.append(_outcome(log_dir, topic, partition, seg.base_offset, Status.WOULD_CONVERT, c))
+            continue
+        try:
+            if in_place:
+                out_bytes, records = _convert_in_place(seg, hook)
+            else:
+                assert out_dir is not None
+                out_bytes, records = _convert_to(seg, Path(out_dir) / partition_dir.name)
+        except (RecordsError, UpconvertError, StorageError) as exc:
+            if isinstance(exc, LogDirLockedError):
+                raise
+            log.error("%s: not converted: %s", seg.log_path, exc)
+            outcomes.append(_outcome(log_dir, topic, partition, seg.base_offset, Status.FAILED, c,
+                                     message=str(exc)))
+            continue
+        outcomes.append(_outcome(log_dir, topic, partition, seg.base_offset, Status.CONVERTED, c,
+                                 records=records, output_bytes=out_bytes))
+    return outcomes
+
+
+def _convert_in_place(seg: Segment, hook: ReplaceHook | None) -> tuple[int, int]:
+    rep = SegmentReplacement(seg.directory, hook=hook)
+    try:
+        with SegmentReader(seg.log_path) as reader:
+            cleaned = rep.add_segment(seg.base_offset, converted_chunks(reader))
+        _copy_txn_index(seg, seg.txn_index_path.with_name(seg.txn_index_path.name + CLEANED_SUFFIX))
+        records = verify_converted(seg.log_path, cleaned)
+        size = cleaned.stat().st_size
+    except BaseException:
+        rep.abort()
+        raise
+    rep.commit([seg.base_offset])
+    return size, records
+
+
+def _convert_to(seg: Segment, target_dir: Path) -> tuple[int, int]:
+    with translate_os_errors(target_dir, "create"):
+        target_dir.mkdir(parents=True, exist_ok=True)
+    out = Segment(target_dir, seg.base_offset)
+    with SegmentReader(seg.log_path) as reader:
+        atomic_write(out.log_path, converted_chunks(reader))
+    try:
+        records = verify_converted(seg.log_path, out.log_path)
+    except VerificationError:
+        for p in out.paths():
+            p.unlink(missing_ok=True)
+        raise
+    write_indexes(out)
+    _copy_txn_index(seg, out.txn_index_path)
+    return out.log_path.stat().st_size, records
+
+
+# ---------------------------------------------------------------------- log dirs
+
+def out_names(log_dirs: Sequence[Path]) -> list[str]:
+    """Distinct directory names for the log dirs' output trees (``<i>-<name>`` on a clash)."""
+    names = [Path(d).resolve().name or "root" for d in log_dirs]
+    clash = {n for n in names if names.count(n) > 1}
+    return [f"{i}-{n}" if n in clash else n for i, n in enumerate(names)]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItem:
+    """One topic-partition directory to convert, and where its output goes (when not in place)."""
+
+    partition_dir: str
+    out_dir: str | None
+
+
+def plan_work(log_dirs: Sequence[Path], out_dir: Path | None
+              ) -> tuple[list[WorkItem], list[SegmentOutcome]]:
+    """The partition dirs of every existing log dir; a ``MISSING`` outcome for the others."""
+    items: list[WorkItem] = []
+    problems: list[SegmentOutcome] = []
+    for log_dir, name in zip(log_dirs, out_names(log_dirs), strict=True):
+        try:
+            dirs = partition_dirs(log_dir)
+        except ScanError as exc:
+            problems.append(SegmentOutcome(str(log_dir), "", -1, -1, Status.MISSING, message=str(exc)))
+            continue
+        target = None if out_dir is None else str(Path(out_dir) / name)
+        items += [WorkItem(str(d), target) for d in dirs]
+    return items, problems
+
+
+class LogDirLocks:
+    """Hold the ``.lock`` of every log dir that is free; the others are reported as ``LOCKED``."""
+
+    def __init__(self, log_dirs: Sequence[Path]) -> None:
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self._held: list[LogDirLock] = []
+        self.locked: list[SegmentOutcome] = []
+
+    def __enter__(self) -> LogDirLocks:
+        for d in self.log_dirs:
+            if not d.is_dir():
+                continue
+            lock = LogDirLock(d)
+            try:
+                lock.acquire()
+            except LogDirLockedError as exc:
+                self.locked.append(SegmentOutcome(str(d), "", -1, -1, Status.LOCKED, message=str(exc)))
+                continue
+            self._held.append(lock)
+        return self
+
+    @property
+    def locked_dirs(self) -> set[str]:
+        return {o.log_dir for o in self.locked}
+
+    def __exit__(self, *exc: object) -> None:
+        for lock in self._held:
+            lock.release()
+        self._held.clear()
+
+
+def run_work_item(item: WorkItem, *, in_place: bool, dry_run: bool,
+                  hook: ReplaceHook | None = None) -> list[SegmentOutcome]:
+    """Convert one partition dir, turning any storage failure into a ``FAILED`` outcome."""
+    pdir = Path(item.partition_dir)
+    try:
+        return upconvert_partition(pdir, in_place=in_place, dry_run=dry_run, hook=hook,
+                                   out_dir=None if item.out_dir is None else Path(item.out_dir))
+    except StorageError as exc:
+        parsed = parse_partition_dir_name(pdir.name)
+        return [SegmentOutcome(str(pdir.parent), parsed.topic if parsed else pdir.name,
+                               parsed.partition if parsed else -1, -1, Status.FAILED, message=str(exc))]
+
+
+def upconvert_log_dirs(log_dirs: Sequence[Path], *, in_place: bool = False, out_dir: Path | None = None,
+                       dry_run: bool = False, hook: ReplaceHook | None = None,
+                       progress: Callable[[WorkItem], None] | None = None) -> list[SegmentOutcome]:
+    """The single-process up-conversion of whole log dirs (the Spark job runs the same work items)."""
+    log_dirs = [Path(d) for d in log_dirs]
+    items, outcomes = plan_work(log_dirs, out_dir)
+    with LogDirLocks(log_dirs if in_place else []) as locks:
+        outcomes += locks.locked
+        skip = locks.locked_dirs
+        for item in items:
+            if str(Path(item.partition_dir).parent) not in skip:
+                outcomes += run_work_item(item, in_place=in_place, dry_run=dry_run, hook=hook)
+            if progress is not None:
+                progress(item)
+    return outcomes
+
+
+__all__ = [
+    "LogDirLocks",
+    "SegmentCensus",
+    "SegmentOutcome",
+    "Status",
+    "UpconvertError",
+    "VerificationError",
+    "WorkItem",
+    "census",
+    "converted_chunks",
+    "out_names",
+    "plan_work",
+    "run_work_item",
+    "upconvert_log_dirs",
+    "upconvert_partition",
+    "verify_converted",
+]
