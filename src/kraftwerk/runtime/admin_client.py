@@ -1,0 +1,461 @@
+"""A small blocking admin client speaking Kafka's protocol: what ``kraftwerk features`` needs.
+
+It does what Kafka's ``KafkaAdminClient`` does for the feature commands, with plain sockets:
+
+* connects to the first reachable address of the bootstrap list (``--bootstrap-server`` brokers or
+  ``--bootstrap-controller`` controllers), negotiating versions with ApiVersions per connection
+  (a server that does not know our ApiVersions version answers v0 UNSUPPORTED_VERSION with its
+  range, and we retry at its highest);
+* :meth:`AdminClient.describe_features` reads SupportedFeatures / FinalizedFeatures / epoch from
+  ApiVersions, optionally of one node found through DescribeCluster;
+* :meth:`AdminClient.update_features` sends UpdateFeatures at the highest common version (v0-v2).
+  Against brokers it goes to a broker, which forwards it to the active controller; against
+  controllers it goes to the active controller named by DescribeCluster. NOT_CONTROLLER is retried
+  after re-discovering the controller. v2 responses carry only a top-level error, which applies to
+  every feature, as in Kafka's admin client.
+
+Frames are 4-byte big-endian sizes followed by a request/response header
+(``kraftwerk.protocol.header``) and a body encoded by ``kraftwerk.protocol.codec``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import logging
+import socket
+import struct
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from kraftwerk.errors import KraftwerkError
+from kraftwerk.protocol import codec, header, registry
+from kraftwerk.protocol.error_codes import Errors
+from kraftwerk.protocol.errors import ProtocolError
+from kraftwerk.protocol.schema import Kind, MessageSpec
+
+log = logging.getLogger(__name__)
+
+API_VERSIONS = 18
+UPDATE_FEATURES = 57
+DESCRIBE_CLUSTER = 60
+_SIZE = struct.Struct(">i")
+_MAX_RESPONSE_BYTES = 100 * 1024 * 1024
+
+
+class AdminClientError(KraftwerkError):
+    """A request that could not be completed (no reachable node, timeout, protocol failure)."""
+
+
+class UpgradeType(enum.IntEnum):
+    """UpdateFeatures v1+ ``UpgradeType`` (Kafka's ``FeatureUpdate.UpgradeType``)."""
+
+    UPGRADE = 1
+    SAFE_DOWNGRADE = 2
+    UNSAFE_DOWNGRADE = 3
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureUpdate:
+    """One requested change: the target level and how it may move."""
+
+    max_version_level: int
+    upgrade_type: UpgradeType = UpgradeType.UPGRADE
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateResult:
+    """The outcome for one feature: ``error`` is ``Errors.NONE`` on success."""
+
+    error: Errors
+    message: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is Errors.NONE
+
+    def describe(self) -> str:
+        """What Kafka's exception ``getMessage()`` says: the server's text or the code's default."""
+        if self.message is not None:
+            return self.message
+        return self.error.message or self.error.name
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureMetadata:
+    """Kafka's ``FeatureMetadata``: supported ranges, finalized levels and their epoch."""
+
+    supported: Mapping[str, tuple[int, int]]
+    finalized: Mapping[str, tuple[int, int]]
+    """name → (min, max) version level; Kafka sets min = max = the finalized level."""
+    epoch: int | None
+    """The finalized features epoch, or None when the node reports none (-1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+    fenced: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterDescription:
+    cluster_id: str
+    controller_id: int
+    nodes: tuple[NodeInfo, ...]
+
+
+def parse_bootstrap(text: str) -> tuple[tuple[str, int], ...]:
+    """``host:port,host:port`` (IPv6 hosts in brackets), like Kafka's ``ClientUtils``."""
+    out: list[tuple[str, int]] = []
+    for item in (p.strip() for p in text.split(",")):
+        if not item:
+            continue
+        host, colon, port_text = item.rpartition(":")
+        if not colon or not host:
+            raise AdminClientError(f"Invalid url in bootstrap.servers: {item}")
+        try:
+            port = int(port_text)
+        except ValueError:
+            raise AdminClientError(f"Invalid url in bootstrap.servers: {item}") from None
+        out.append((host.strip("[]"), port))
+    if not out:
+        raise AdminClientError("No resolvable bootstrap urls given in bootstrap.servers")
+    return tuple(out)
+
+
+class Connection:
+    """One blocking connection with its negotiated API versions."""
+
+    def __init__(self, host: str, port: int, *, client_id: str | None, timeout_s: float) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.timeout_s = timeout_s
+        self._correlation = 0
+        try:
+            self._sock = socket.create_connection((host, port), timeout=timeout_s)
+        except OSError as exc:
+            raise AdminClientError(f"Connection to {host}:{port} failed: {exc.strerror or exc}") from exc
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.api_versions_response: codec.Value = {}
+        self.versions: dict[int, tuple[int, int]] = {}
+        self._negotiate()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.close()
+
+    # --- frames ------------------------------------------------------------------------------
+
+    def _send_frame(self, payload: bytes) -> None:
+        try:
+            self._sock.sendall(_SIZE.pack(len(payload)) + payload)
+        except OSError as exc:
+            raise AdminClientError(
+                f"Failed to send to {self.host}:{self.port}: {exc.strerror or exc}") from exc
+
+    def _recv_exact(self, n: int) -> bytes:
+        chunks = bytearray()
+        while len(chunks) < n:
+            try:
+                chunk = self._sock.recv(n - len(chunks))
+            except TimeoutError:
+                raise AdminClientError(
+                    f"Timed out waiting for a response from {self.host}:{self.port}") from None
+            except OSError as exc:
+                raise AdminClientError(f"Connection to {self.host}:{self.port} failed: {exc.strerror or exc}"
+                                       ) from exc
+            if not chunk:
+                raise AdminClientError(f"Connection to {self.host}:{self.port} was closed by the server")
+            chunks += chunk
+        return bytes(chunks)
+
+    def _roundtrip(self, spec: MessageSpec, version: int, body: codec.Value) -> bytes:
+        """Send one request; return the response bytes after the response header."""
+        self._correlation += 1
+        correlation = self._correlation
+        head = header.encode_request_header(
+            {"requestApiKey": spec.api_key, "requestApiVersion": version, "correlationId": correlation,
+             "clientId": self.client_id}, header.request_header_version(spec, version))
+        self._send_frame(head + codec.encode(spec, version, body))
+        size = _SIZE.unpack(self._recv_exact(4))[0]
+        if size < 0 or size > _MAX_RESPONSE_BYTES:
+            raise AdminClientError(f"Invalid response size {size} from {self.host}:{self.port}")
+        frame = self._recv_exact(size)
+        response_spec = registry.by_api_key(Kind.RESPONSE, spec.api_key)
+        try:
+            head_value, pos = header.decode_response_header(
+                frame, header.response_header_version(response_spec, version))
+        except ProtocolError as exc:
+            raise AdminClientError(f"Corrupt response header from {self.host}:{self.port}: {exc}") from exc
+        if head_value["correlationId"] != correlation:
+            raise AdminClientError(f"Correlation id mismatch from {self.host}:{self.port}: expected "
+                                   f"{correlation}, got {head_value['correlationId']}")
+        return frame[pos:]
+
+    def _negotiate(self) -> None:
+        request = registry.by_api_key(Kind.REQUEST, API_VERSIONS)
+        response = registry.by_api_key(Kind.RESPONSE, API_VERSIONS)
+        version = request.valid_versions.highest
+        assert version is not None
+        for _ in range(2):
+            body = {"clientSoftwareName": "kraftwerk", "clientSoftwareVersion": "0"}
+            data = self._roundtrip(request, version, body)
+            error_code = int.from_bytes(data[:2], "big", signed=True) if len(data) >= 2 else -1
+            if error_code == Errors.UNSUPPORTED_VERSION.code:
+                value = codec.decode(response, 0, data)
+                theirs = {k["apiKey"]: k["maxVersion"] for k in value["apiKeys"]}
+                if API_VERSIONS not in theirs:
+                    break
+                version = min(version, theirs[API_VERSIONS])
+                continue
+            try:
+                value = codec.decode(response, version, data)
+            except ProtocolError as exc:
+                raise AdminClientError(f"Corrupt ApiVersions response from {self.host}:{self.port}: {exc}"
+                                       ) from exc
+            if value["errorCode"] != 0:
+                raise AdminClientError(f"ApiVersions failed at {self.host}:{self.port}: "
+                                       f"{Errors.for_code(value['errorCode']).name}")
+            self.api_versions_response = value
+            self.versions = {k["apiKey"]: (k["minVersion"], k["maxVersion"]) for k in value["apiKeys"]}
+            return
+        raise AdminClientError(f"{self.host}:{self.port} does not support any ApiVersions version we know")
+
+    def usable_version(self, api_key: int) -> int:
+        """The highest version both sides support (Kafka's ``NodeApiVersions.latestUsableVersion``)."""
+        spec = registry.by_api_key(Kind.REQUEST, api_key)
+        ours_low, ours_high = spec.valid_versions.lowest, spec.valid_versions.highest
+        assert ours_high is not None
+        theirs = self.versions.get(api_key)
+        if theirs is None:
+            raise AdminClientError(f"The node {self.host}:{self.port} does not support {spec.api_name}")
+        low, high = max(ours_low, theirs[0]), min(ours_high, theirs[1])
+        if low > high:
+            raise AdminClientError(f"The node {self.host}:{self.port} supports {spec.api_name} versions "
+                                   f"{theirs[0]}-{theirs[1]}, we support {ours_low}-{ours_high}")
+        return high
+
+    def request(self, api_key: int, body: codec.Value, version: int | None = None) -> tuple[int, codec.Value]:
+        """Send a request at ``version`` (default: the highest usable); return (version, response)."""
+        if version is None:
+            version = self.usable_version(api_key)
+        spec = registry.by_api_key(Kind.REQUEST, api_key)
+        data = self._roundtrip(spec, version, body)
+        try:
+            return version, codec.decode(registry.by_api_key(Kind.RESPONSE, api_key), version, data)
+        except ProtocolError as exc:
+            raise AdminClientError(f"Corrupt {spec.api_name} response from {self.host}:{self.port}: {exc}"
+                                   ) from exc
+
+
+def _feature_metadata(value: codec.Value) -> FeatureMetadata:
+    supported = {f["name"]: (f["minVersion"], f["maxVersion"]) for f in value.get("supportedFeatures", ())}
+    finalized = {f["name"]: (f["minVersionLevel"], f["maxVersionLevel"])
+                 for f in value.get("finalizedFeatures", ())}
+    epoch = value.get("finalizedFeaturesEpoch", -1)
+    return FeatureMetadata(supported, finalized, None if epoch < 0 else epoch)
+
+
+class AdminClient:
+    """Blocking admin calls against brokers (``controllers=False``) or controllers (``True``).
+
+    ``bootstrap`` is ``host:port,...``; the first address that answers ApiVersions is used and
+    the others are tried in turn on failure. Use as a context manager or call :meth:`close`.
+    """
+
+    def __init__(self, bootstrap: str | Sequence[tuple[str, int]], *, controllers: bool = False,
+                 client_id: str | None = "kraftwerk-admin", request_timeout_s: float = 30.0,
+                 api_timeout_s: float = 60.0, retry_backoff_s: float = 0.1,
+                 sleep: Callable[[float], None] = time.sleep,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.bootstrap = parse_bootstrap(bootstrap) if isinstance(bootstrap, str) else tuple(bootstrap)
+        self.controllers = controllers
+        self.client_id = client_id
+        self.request_timeout_s = request_timeout_s
+        self.api_timeout_s = api_timeout_s
+        self.retry_backoff_s = retry_backoff_s
+        self._sleep = sleep
+        self._monotonic = monotonic
+        self._connections: dict[tuple[str, int], Connection] = {}
+
+    def __enter__(self) -> AdminClient:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for conn in self._connections.values():
+            conn.close()
+        self._connections.clear()
+
+    # --- connections -------------------------------------------------------------------------
+
+    def connection(self, host: str, port: int) -> Connection:
+        key = (host, port)
+        conn = self._connections.get(key)
+        if conn is None:
+            conn = Connection(host, port, client_id=self.client_id, timeout_s=self.request_timeout_s)
+            self._connections[key] = conn
+        return conn
+
+    def _drop(self, conn: Connection) -> None:
+        conn.close()
+        self._connections.pop((conn.host, conn.port), None)
+
+    def any_node(self) -> Connection:
+        """A connection to the first reachable bootstrap address (Kafka's least-loaded node)."""
+        errors: list[str] = []
+        for host, port in self.bootstrap:
+            try:
+                return self.connection(host, port)
+            except AdminClientError as exc:
+                errors.append(str(exc))
+        raise AdminClientError("Timed out waiting for a node assignment. " + "; ".join(errors))
+
+    def _call(self, conn: Connection, api_key: int, body: codec.Value,
+              version: int | None = None) -> tuple[int, codec.Value]:
+        try:
+            return conn.request(api_key, body, version)
+        except AdminClientError:
+            self._drop(conn)
+            raise
+
+    # --- calls -------------------------------------------------------------------------------
+
+    def describe_cluster(self) -> ClusterDescription:
+        """DescribeCluster of brokers (or, against controllers, of controllers: EndpointType 2)."""
+        conn = self.any_node()
+        version = conn.usable_version(DESCRIBE_CLUSTER)
+        if self.controllers and version < 1:
+            raise AdminClientError("The controller does not support DescribeCluster with EndpointType")
+        body = {"includeClusterAuthorizedOperations": False, "endpointType": 2 if self.controllers else 1,
+                "includeFencedBrokers": True}
+        _, value = self._call(conn, DESCRIBE_CLUSTER, body, version)
+        if value["errorCode"] != 0:
+            error = Errors.for_code(value["errorCode"])
+            raise AdminClientError(value.get("errorMessage") or error.message or error.name)
+        nodes = tuple(NodeInfo(b["brokerId"], b["host"], b["port"], b.get("rack"), b.get("isFenced", False))
+                      for b in value["brokers"])
+        return ClusterDescription(value["clusterId"], value["controllerId"], nodes)
+
+    def _node(self, node_id: int) -> Connection:
+        for node in self.describe_cluster().nodes:
+            if node.node_id == node_id:
+                return self.connection(node.host, node.port)
+        raise AdminClientError(f"No node with id {node_id} found in the cluster metadata")
+
+    def api_versions(self, node_id: int | None = None) -> codec.Value:
+        """The ApiVersions response of a node (any bootstrap node, or ``node_id``)."""
+        conn = self.any_node() if node_id is None else self._node(node_id)
+        return conn.api_versions_response
+
+    def describe_features(self, node_id: int | None = None) -> FeatureMetadata:
+        """Kafka's ``describeFeatures``: the features a node supports and has finalized."""
+        return _feature_metadata(self.api_versions(node_id))
+
+    def _controller(self) -> Connection:
+        """Where UpdateFeatures goes: a broker (which forwards), or the active controller."""
+        if not self.controllers:
+            return self.any_node()
+        cluster = self.describe_cluster()
+        for node in cluster.nodes:
+            if node.node_id == cluster.controller_id:
+                return self.connection(node.host, node.port)
+        raise AdminClientError("Timed out waiting for a node assignment. Call: updateFeatures "
+                               "(no active controller is known yet)")
+
+    def update_features(self, updates: Mapping[str, FeatureUpdate], *, validate_only: bool = False,
+                        timeout_ms: int | None = None) -> dict[str, UpdateResult]:
+        """Send UpdateFeatures; return a result per requested feature (Kafka's per-feature futures).
+
+        Raises :class:`AdminClientError` only when no request could be completed at all.
+        """
+        if not updates:
+            raise AdminClientError("Feature updates can not be null or empty.")
+        for name, update in updates.items():
+            if not name.strip():
+                raise AdminClientError("Provided feature can not be empty.")
+            if update.max_version_level < 0:
+                raise AdminClientError("Cannot specify a negative version level.")
+            if update.max_version_level < 1 and update.upgrade_type is UpgradeType.UPGRADE:
+                raise AdminClientError(
+                    "The upgradeType flag should be set to SAFE_DOWNGRADE or UNSAFE_DOWNGRADE when the "
+                    f"provided maxVersionLevel:{update.max_version_level} is < 1.")
+        timeout = int(self.request_timeout_s * 1000) if timeout_ms is None else timeout_ms
+        deadline = self._monotonic() + self.api_timeout_s
+        last_error = "Timed out waiting for a node assignment. Call: updateFeatures"
+        while True:
+            try:
+                conn = self._controller()
+                version = conn.usable_version(UPDATE_FEATURES)
+                body = update_features_body(updates, version, validate_only=validate_only,
+                                            timeout_ms=timeout)
+                _, value = self._call(conn, UPDATE_FEATURES, body, version)
+            except AdminClientError as exc:
+                last_error = str(exc)
+            else:
+                if value["errorCode"] != Errors.NOT_CONTROLLER.code:
+                    return update_features_results(updates, value)
+                last_error = value.get("errorMessage") or Errors.NOT_CONTROLLER.message or "NOT_CONTROLLER"
+            if self._monotonic() + self.retry_backoff_s >= deadline:
+                raise AdminClientError(last_error)
+            self._sleep(self.retry_backoff_s)
+
+
+def update_features_body(updates: Mapping[str, FeatureUpdate], version: int, *, validate_only: bool,
+                         timeout_ms: int) -> dict[str, Any]:
+    """The UpdateFeatures request Kafka's admin client builds (v0: AllowDowngrade instead of the type)."""
+    if version == 0 and validate_only:
+        raise AdminClientError("validateOnly is only supported by UpdateFeatures v1 or later")
+    items = []
+    for name, update in updates.items():
+        item: dict[str, Any] = {"feature": name, "maxVersionLevel": update.max_version_level}
+        if version == 0:
+            if update.upgrade_type is UpgradeType.UNSAFE_DOWNGRADE:
+                raise AdminClientError("UpdateFeatures v0 cannot express an unsafe downgrade")
+            item["allowDowngrade"] = update.upgrade_type is not UpgradeType.UPGRADE
+        else:
+            item["upgradeType"] = int(update.upgrade_type)
+        items.append(item)
+    body: dict[str, Any] = {"timeoutMs": timeout_ms, "featureUpdates": items}
+    if version >= 1:
+        body["validateOnly"] = validate_only
+    return body
+
+
+def update_features_results(updates: Mapping[str, FeatureUpdate],
+                            value: codec.Value) -> dict[str, UpdateResult]:
+    """Map a response onto the requested features as Kafka's admin client does.
+
+    A top-level error fails every feature with that error; otherwise the per-feature results (v0-v1)
+    decide, and a feature without a result succeeds only when the response has no results at all
+    (v2, which dropped them).
+    """
+    top = Errors.for_code(value["errorCode"])
+    if top is not Errors.NONE:
+        failure = UpdateResult(top, value.get("errorMessage"))
+        return {name: failure for name in updates}
+    results = value.get("results") or []
+    if not results:
+        return {name: UpdateResult(Errors.NONE) for name in updates}
+    by_name = {r["feature"]: UpdateResult(Errors.for_code(r["errorCode"]), r.get("errorMessage"))
+               for r in results}
+    missing = UpdateResult(Errors.UNKNOWN_SERVER_ERROR, None)
+    out: dict[str, UpdateResult] = {}
+    for name in updates:
+        found = by_name.get(name)
+        if found is None:
+            found = UpdateResult(missing.error,
+                                 f"The controller response did not contain a result for feature {name}")
+        out[name] = found
+    return out
