@@ -1,0 +1,96 @@
+"""server.properties parsing with Kafka's names, defaults and validation texts."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from kraftwerk.runtime.config import ProcessRole, ServerConfig
+from kraftwerk.runtime.errors import ConfigError
+from kraftwerk.versions.software import SoftwareVersion
+
+CONTROLLER = {
+    "process.roles": "controller",
+    "node.id": "1",
+    "listeners": "CONTROLLER://127.0.0.1:9093",
+    "controller.listener.names": "CONTROLLER",
+    "controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095",
+    "log.dirs": "/tmp/c1",
+}
+BROKER = {
+    "process.roles": "broker",
+    "node.id": "4",
+    "listeners": "PLAINTEXT://127.0.0.1:9092",
+    "controller.listener.names": "CONTROLLER",
+    "controller.quorum.voters": "1@127.0.0.1:9093",
+    "log.dirs": "/tmp/b4,/tmp/b4b",
+    "broker.session.timeout.ms": "3000",
+    "broker.heartbeat.interval.ms": "500",
+}
+
+
+def test_controller_config() -> None:
+    config = ServerConfig.from_properties(CONTROLLER)
+    assert config.process_roles == {ProcessRole.CONTROLLER}
+    assert config.voter_ids == (1, 2, 3)
+    assert config.voter(2) is not None and config.voter(2).port == 9094  # type: ignore[union-attr]
+    assert config.metadata_log_dir == "/tmp/c1"
+    assert config.controller_listeners[0].port == 9093
+    assert config.software == SoftwareVersion.latest()
+    assert config.election_timeout_ms == 1000
+
+
+def test_broker_config_and_software_version(tmp_path: Path) -> None:
+    props = dict(BROKER, **{"kraftwerk.software.version": "3.9", "metadata.log.dir": "/tmp/meta"})
+    path = tmp_path / "server.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()) + "# comment\nextra.key = x\n")
+    config = ServerConfig.load(path)
+    assert config.is_broker and not config.is_controller
+    assert config.software == SoftwareVersion.for_release("3.9")
+    assert config.log_dirs == ("/tmp/b4", "/tmp/b4b") and config.metadata_log_dir == "/tmp/meta"
+    assert config.broker_session_timeout_ms == 3000 and config.broker_heartbeat_interval_ms == 500
+    assert [str(e) for e in config.effective_advertised_listeners] == ["PLAINTEXT://127.0.0.1:9092"]
+    assert config.raw["extra.key"] == "x"
+
+
+def test_combined_config() -> None:
+    props = dict(CONTROLLER, **{"process.roles": "broker,controller",
+                                "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"})
+    config = ServerConfig.from_properties(props)
+    assert config.is_broker and config.is_controller
+    assert config.roles_text == "broker,controller"
+    assert [e.port for e in config.effective_advertised_listeners] == [9092]
+
+
+@pytest.mark.parametrize(("base", "change", "message"), [
+    (CONTROLLER, {"process.roles": None}, 'Missing required configuration "process.roles"'),
+    (CONTROLLER, {"process.roles": "zookeeper"}, "Unknown process role 'zookeeper'"),
+    (CONTROLLER, {"node.id": None}, 'Missing required configuration "node.id" which has no default value.'),
+    (CONTROLLER, {"node.id": "x"}, "Invalid value x for configuration node.id: Not a number of type INT"),
+    (CONTROLLER, {"node.id": "7"}, "the node id 7 must be included in the set of voters "
+                                   "controller.quorum.voters={1, 2, 3}"),
+    (CONTROLLER, {"controller.quorum.voters": ""}, "controller.quorum.voters must contain a parseable set"),
+    (CONTROLLER, {"controller.quorum.voters": "1@host"}, "Failed to parse voter entry '1@host'"),
+    (CONTROLLER, {"controller.listener.names": "OTHER"},
+     "controller.listener.names must contain at least one"),
+    (CONTROLLER, {"listeners": "CONTROLLER://:9093,PLAINTEXT://:9092"},
+     "The listeners config must only contain KRaft controller listeners"),
+    (CONTROLLER, {"kraftwerk.software.version": "2.1"},
+     "Invalid value 2.1 for configuration kraftwerk.software.version: Unknown software release"),
+    (BROKER, {"node.id": "1"}, "If process.roles contains just the 'broker' role, the node id 1 must not"),
+    (BROKER, {"listeners": "PLAINTEXT://127.0.0.1:nine"}, "Unable to parse PLAINTEXT://127.0.0.1:nine"),
+    (BROKER, {"listeners": "SSL://127.0.0.1:9092"}, "serve PLAINTEXT only"),
+    (BROKER, {"broker.heartbeat.interval.ms": "5000"}, "must be less than broker.session.timeout.ms"),
+    (BROKER, {"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"}, "nonroutable meta-address 0.0.0.0"),
+])
+def test_invalid_configs(base: dict[str, str], change: dict[str, str | None], message: str) -> None:
+    props = {k: v for k, v in {**base, **change}.items() if v is not None}
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        ServerConfig.from_properties(props)
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="Unable to read"):
+        ServerConfig.load(tmp_path / "missing.properties")
