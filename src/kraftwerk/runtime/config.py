@@ -246,9 +246,9 @@ class ServerConfig:
                          "running KRaft with just the broker role")
         if any(e.listener in self.controller_listener_names for e in self.advertised_listeners):
             raise _E("The advertised.listeners config must not contain KRaft controller listeners from "
-                     f"{cln} when process.roles contains the broker role because Kafka clients that send requests "
-                     "via advertised listeners do not send requests to KRaft controllers -- they only send "
-                     "requests to KRaft brokers.")
+                     f"{cln} when process.roles contains the broker role because Kafka clients that send "
+                     "requests via advertised listeners do not send requests to KRaft controllers -- they "
+                     "only send requests to KRaft brokers.")
         if not self.effective_advertised_listeners:
             raise _E("There must be at least one advertised listener. Perhaps all listeners appear in "
                      f"{cln}?")
