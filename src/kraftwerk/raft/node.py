@@ -1,0 +1,1114 @@
+"""The KRaft state machine (Kafka's KafkaRaftClient, pull-based, sans-I/O).
+
+Roles follow Kafka's EpochStates: Unattached, Prospective (KIP-996 pre-vote), Candidate, Leader,
+Follower and Resigned. Followers and observers pull with Fetch; the leader answers, long-polls
+when it has nothing new, detects divergence with the leader-epoch cache (DivergingEpoch) and sends
+a SnapshotId to replicas below its log start. The high watermark is the largest offset a majority
+of voters has durably: the followers' fetch offsets (they flush before fetching again) and the
+leader's own *flushed* end offset; it only starts moving once the leader's LeaderChange record of
+the current epoch is committed. Every election state change is written to ``quorum-state`` before
+the node acts on it; a node that restarts as the recorded leader comes back Resigned.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kraftwerk.protocol import codec
+from kraftwerk.protocol.control_records import (
+    LEADER_CHANGE_MESSAGE,
+    SNAPSHOT_HEADER_RECORD,
+    ControlRecordType,
+)
+from kraftwerk.protocol.error_codes import Errors
+from kraftwerk.raft.log import ElectionState, QuorumStateStore, RaftLog, SnapshotId, scan_batch_infos
+from kraftwerk.raft.types import (
+    API_BEGIN_QUORUM_EPOCH,
+    API_DESCRIBE_QUORUM,
+    API_END_QUORUM_EPOCH,
+    API_FETCH,
+    API_FETCH_SNAPSHOT,
+    API_VOTE,
+    METADATA_PARTITION,
+    METADATA_TOPIC,
+    METADATA_TOPIC_ID,
+    REQUEST_VERSIONS,
+    Body,
+    Committed,
+    CommittedBatch,
+    Effect,
+    InvalidSnapshotError,
+    NotLeaderError,
+    QuorumInfo,
+    RaftConfig,
+    RaftStateError,
+    ReplicaProgress,
+    Role,
+    SendRequest,
+    SendResponse,
+    SnapshotLoad,
+)
+from kraftwerk.records.batch import iter_batches
+from kraftwerk.records.builder import RecordsBuilder
+from kraftwerk.records.errors import RecordsError
+from kraftwerk.storage.metadata_log import snapshot_file_batches
+
+log = logging.getLogger(__name__)
+
+_NONE = Errors.NONE.value.code
+_FENCED = Errors.FENCED_LEADER_EPOCH.value.code
+_UNKNOWN_EPOCH = Errors.UNKNOWN_LEADER_EPOCH.value.code
+_NOT_LEADER = Errors.NOT_LEADER_OR_FOLLOWER.value.code
+_SNAPSHOT_NOT_FOUND = Errors.SNAPSHOT_NOT_FOUND.value.code
+_POSITION_OUT_OF_RANGE = Errors.POSITION_OUT_OF_RANGE.value.code
+_INVALID_REQUEST = Errors.INVALID_REQUEST.value.code
+_INCONSISTENT_CLUSTER = Errors.INCONSISTENT_CLUSTER_ID.value.code
+
+
+@dataclass(slots=True)
+class _InFlight:
+    destination: int
+    api_key: int
+    deadline_ms: int
+    context: Any = None
+
+
+@dataclass(slots=True)
+class _Replica:
+    end_offset: int = -1
+    last_fetch_ms: int = -1
+    last_caught_up_ms: int = -1
+
+
+@dataclass(slots=True)
+class _ParkedFetch:
+    source: int
+    version: int
+    correlation_id: int
+    fetch_offset: int
+    max_bytes: int
+    deadline_ms: int
+    high_watermark: int | None
+
+
+class RaftNode:
+    """One KRaft replica (voter or observer) of ``__cluster_metadata-0``."""
+
+    def __init__(self, config: RaftConfig, log: RaftLog, state: QuorumStateStore, *, now_ms: int,
+                 seed: int) -> None:
+        self.config = config
+        self.log = log
+        self._store = state
+        self._rng = random.Random(seed)
+        self._next_correlation = 1
+        self._outbox: list[Effect] = []
+        self._in_flight: dict[int, _InFlight] = {}
+        self._committed: list[Committed] = []
+        self._hw: int | None = None
+        # election state
+        stored = state.read() or ElectionState(0)
+        self._epoch = stored.epoch
+        self._leader_id: int | None = stored.leader_id
+        self._voted_id: int | None = stored.voted_id
+        self._role = Role.UNATTACHED
+        # timers
+        self._election_deadline: int | None = None
+        self._fetch_deadline: int | None = None
+        self._send_at: int | None = None  # when the follower/observer may send its next request
+        # candidate / prospective
+        self._grants: set[int] = set()
+        self._rejects: set[int] = set()
+        self._votes_sent = False
+        # leader
+        self._replicas: dict[int, _Replica] = {}
+        self._epoch_start_offset = -1
+        self._begin_pending: dict[int, int] = {}  # voter -> next send time
+        self._parked: list[_ParkedFetch] = []
+        self._needs_flush = False
+        # resigned
+        self._end_pending: dict[int, int] = {}
+        # follower snapshot download
+        self._download: tuple[SnapshotId, bytearray, int] | None = None  # id, bytes so far, size
+        self._last_fetch_ok_ms: int | None = None
+        # committed delivery
+        snap = log.latest_snapshot()
+        self._applied = log.start_offset
+        if snap is not None and snap.end_offset >= log.start_offset:
+            self._queue_snapshot_load(snap)
+        self._initialize(now_ms)
+
+    # ================================================================== public properties
+    @property
+    def node_id(self) -> int:
+        return self.config.node_id
+
+    @property
+    def role(self) -> Role:
+        return self._role
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch
+
+    @property
+    def leader_id(self) -> int | None:
+        return self._leader_id
+
+    @property
+    def voted_id(self) -> int | None:
+        return self._voted_id
+
+    @property
+    def is_leader(self) -> bool:
+        return self._role is Role.LEADER
+
+    @property
+    def high_watermark(self) -> int | None:
+        """The committed end offset this node knows (None until it learns one after a start)."""
+        return self._hw
+
+    @property
+    def epoch_start_offset(self) -> int:
+        """Offset of the leader's LeaderChange record of the current epoch (-1 when not leader)."""
+        return self._epoch_start_offset if self._role is Role.LEADER else -1
+
+    def quorum_info(self, now_ms: int | None = None) -> QuorumInfo:
+        """A read-only view for DescribeQuorum, status output and the simulator's checks."""
+        voters: list[ReplicaProgress] = []
+        observers: list[ReplicaProgress] = []
+        if self._role is Role.LEADER:
+            for rid, rep in self._replicas.items():
+                end = self.log.flushed_offset if rid == self.node_id else rep.end_offset
+                fetch = now_ms if (rid == self.node_id and now_ms is not None) else rep.last_fetch_ms
+                progress = ReplicaProgress(rid, end, -1 if fetch is None else fetch, rep.last_caught_up_ms)
+                (voters if rid in self.config.voters else observers).append(progress)
+        return QuorumInfo(self.node_id, self._role, self._epoch, self._leader_id, self._voted_id, self._hw,
+                          self.log.start_offset, self.log.end_offset, tuple(voters), tuple(observers))
+
+    # ================================================================== public inputs
+    def take_effects(self) -> list[Effect]:
+        """Effects accumulated by calls that return something else (``append``)."""
+        out, self._outbox = self._outbox, []
+        return out
+
+    def poll(self, now_ms: int) -> list[Effect]:
+        """Run timers: elections, fetch timeouts, retries, long-poll expiry, the leader's flush."""
+        self._expire_in_flight(now_ms)
+        role = self._role
+        if role is Role.LEADER:
+            self._leader_poll(now_ms)
+        elif role is Role.RESIGNED:
+            self._send_end_quorum(now_ms)
+            if self._election_deadline is not None and now_ms >= self._election_deadline:
+                self._become_prospective(now_ms, 0)
+        elif role in (Role.PROSPECTIVE, Role.CANDIDATE):
+            if not self._votes_sent and self._send_at is not None and now_ms >= self._send_at:
+                self._send_votes(now_ms)
+            elif self._election_deadline is not None and now_ms >= self._election_deadline:
+                self._become_prospective(now_ms, self._backoff())
+        elif role is Role.FOLLOWER:
+            if self._fetch_deadline is not None and now_ms >= self._fetch_deadline:
+                if self.config.is_voter:
+                    self._become_prospective(now_ms, 0)
+                else:
+                    self._become_unattached(self._epoch, now_ms, persist=False)
+            else:
+                self._maybe_send_fetch(now_ms)
+        elif role is Role.UNATTACHED:
+            if self.config.is_voter:
+                if self._election_deadline is not None and now_ms >= self._election_deadline:
+                    self._become_prospective(now_ms, 0)
+            else:
+                self._maybe_discover(now_ms)
+        return self.take_effects()
+
+    def next_deadline_ms(self) -> int:
+        """The earliest time ``poll`` has something to do (the host may call it earlier)."""
+        times = [f.deadline_ms for f in self._in_flight.values()]
+        for t in (self._election_deadline, self._fetch_deadline, self._send_at):
+            if t is not None:
+                times.append(t)
+        if self._role is Role.LEADER:
+            if self._needs_flush or self.log.end_offset > self.log.flushed_offset:
+                return 0
+            times.extend(p.deadline_ms for p in self._parked)
+            times.extend(self._begin_pending.values())
+            times.append(self._check_quorum_deadline())
+        elif self._role is Role.RESIGNED:
+            times.extend(self._end_pending.values())
+        return min(times) if times else 1 << 62
+
+    def append(self, records: Sequence[bytes], now_ms: int) -> int:
+        """Append one batch of record values (metadata record frames) as leader; returns the
+        offset of the last record. It is committed once ``high_watermark`` passes that offset."""
+        if self._role is not Role.LEADER:
+            raise NotLeaderError(f"node {self.node_id} is not the leader (role {self._role.value}, "
+                                 f"epoch {self._epoch}, leader {self._leader_id})", self._leader_id, self._epoch)
+        if not records:
+            raise ValueError("append needs at least one record")
+        builder = RecordsBuilder(base_offset=self.log.end_offset, partition_leader_epoch=self._epoch)
+        for value in records:
+            builder.append(now_ms, None, value)
+        self.log.append(builder.build())
+        self._needs_flush = True
+        return self.log.end_offset - 1
+
+    def drain_committed(self) -> list[Committed]:
+        """Committed batches (and snapshot loads) not handed out yet, in log order."""
+        self._deliver_committed()
+        out, self._committed = self._committed, []
+        return out
+
+    def create_snapshot(self, end_offset: int, records: Sequence[bytes], now_ms: int) -> SnapshotId:
+        """Store the state machine's snapshot of everything below ``end_offset`` (a committed batch
+        boundary already handed out by ``drain_committed``), then clean the log behind it."""
+        self._deliver_committed()
+        if end_offset > self._applied:
+            raise InvalidSnapshotError(f"snapshot end offset {end_offset} is past the committed offset "
+                                       f"{self._applied}")
+        latest = self.log.latest_snapshot()
+        if latest is not None and end_offset <= latest.end_offset:
+            raise InvalidSnapshotError(f"snapshot end offset {end_offset} is not past the latest snapshot "
+                                       f"{latest.end_offset}")
+        if end_offset <= self.log.start_offset:
+            raise InvalidSnapshotError(f"snapshot end offset {end_offset} is not past the log start "
+                                       f"{self.log.start_offset}")
+        found = self.log.batches(end_offset - 1, end_offset)
+        if not found or found[-1][0].last_offset != end_offset - 1:
+            raise InvalidSnapshotError(f"snapshot end offset {end_offset} is not at a batch boundary")
+        info, raw = found[-1]
+        last_time = max((b.max_timestamp for b in iter_batches(raw)), default=0)
+        sid = SnapshotId(end_offset, info.epoch)
+        data = b"".join(snapshot_file_batches([tuple(records)] if records else [], epoch=info.epoch,
+                                              last_contained_log_timestamp=last_time,
+                                              clock=lambda: now_ms))
+        self.log.write_snapshot(sid, data)
+        if self.config.clean_log_behind_snapshot:
+            self.log.delete_before_snapshot(sid)
+        return sid
+
+    def handle_send_failure(self, destination: int, correlation_id: int, now_ms: int) -> list[Effect]:
+        """The host could not deliver request ``correlation_id`` (connection refused or closed)."""
+        flight = self._in_flight.pop(correlation_id, None)
+        if flight is not None:
+            self._request_failed(flight, now_ms)
+        return self.take_effects()
+
+    def handle_request(self, source_id: int, api_key: int, version: int, body: Body, correlation_id: int,
+                       now_ms: int) -> list[Effect]:
+        """A request from node ``source_id``; the response may be deferred (long-poll Fetch)."""
+        if api_key == API_FETCH:
+            self._on_fetch_request(source_id, version, body, correlation_id, now_ms)
+        elif api_key == API_VOTE:
+            self._respond(source_id, API_VOTE, version, correlation_id,
+                          self._on_vote_request(version, body, now_ms))
+        elif api_key == API_BEGIN_QUORUM_EPOCH:
+            self._respond(source_id, api_key, version, correlation_id,
+                          self._on_begin_quorum_request(body, now_ms))
+        elif api_key == API_END_QUORUM_EPOCH:
+            self._respond(source_id, api_key, version, correlation_id, self._on_end_quorum_request(body, now_ms))
+        elif api_key == API_FETCH_SNAPSHOT:
+            self._respond(source_id, api_key, version, correlation_id, self._on_fetch_snapshot_request(body))
+        elif api_key == API_DESCRIBE_QUORUM:
+            self._respond(source_id, api_key, version, correlation_id, self.describe_quorum(now_ms))
+        else:
+            raise ValueError(f"raft does not handle api key {api_key}")
+        return self.take_effects()
+
+    def handle_response(self, source_id: int, api_key: int, version: int, body: Body, correlation_id: int,
+                        now_ms: int) -> list[Effect]:
+        """A response to one of this node's requests; stale or duplicated ones are ignored."""
+        flight = self._in_flight.get(correlation_id)
+        if flight is None or flight.destination != source_id or flight.api_key != api_key:
+            return self.take_effects()
+        del self._in_flight[correlation_id]
+        if api_key == API_FETCH:
+            self._on_fetch_response(source_id, body, flight, now_ms)
+        elif api_key == API_VOTE:
+            self._on_vote_response(source_id, body, flight, now_ms)
+        elif api_key == API_BEGIN_QUORUM_EPOCH:
+            self._on_begin_quorum_response(source_id, body, now_ms)
+        elif api_key == API_END_QUORUM_EPOCH:
+            self._on_end_quorum_response(source_id, body, now_ms)
+        elif api_key == API_FETCH_SNAPSHOT:
+            self._on_fetch_snapshot_response(source_id, body, flight, now_ms)
+        return self.take_effects()
+
+    def describe_quorum(self, now_ms: int) -> Body:
+        """A DescribeQuorum response body (v0-2 share this shape; NOT_LEADER unless leader)."""
+        if self._role is not Role.LEADER:
+            return {"errorCode": _NONE, "topics": [{"topicName": METADATA_TOPIC, "partitions": [{
+                "partitionIndex": METADATA_PARTITION, "errorCode": _NOT_LEADER,
+                "leaderId": -1 if self._leader_id is None else self._leader_id, "leaderEpoch": self._epoch,
+                "highWatermark": -1 if self._hw is None else self._hw, "currentVoters": [], "observers": []}]}]}
+        info = self.quorum_info(now_ms)
+
+        def states(progress: tuple[ReplicaProgress, ...]) -> list[Body]:
+            return [{"replicaId": p.replica_id, "logEndOffset": p.log_end_offset,
+                     "lastFetchTimestamp": p.last_fetch_ms, "lastCaughtUpTimestamp": p.last_caught_up_ms}
+                    for p in progress]
+
+        return {"errorCode": _NONE, "topics": [{"topicName": METADATA_TOPIC, "partitions": [{
+            "partitionIndex": METADATA_PARTITION, "errorCode": _NONE, "leaderId": self.node_id,
+            "leaderEpoch": self._epoch, "highWatermark": -1 if self._hw is None else self._hw,
+            "currentVoters": states(info.voters), "observers": states(info.observers)}]}]}
+
+    # ================================================================== state transitions
+    def _initialize(self, now_ms: int) -> None:
+        cfg = self.config
+        if self._leader_id == cfg.node_id and cfg.is_voter:
+            # Kafka: a leader that restarts comes back resigned in its epoch, never leader
+            self._role = Role.RESIGNED
+            self._election_deadline = now_ms + self._randomized_election_timeout()
+            self._end_pending = {v: now_ms for v in cfg.voters if v != cfg.node_id}
+        elif self._leader_id is not None and self._leader_id != cfg.node_id:
+            self._start_follower(now_ms)
+        elif self._voted_id == cfg.node_id and cfg.is_voter:
+            self._become_prospective(now_ms, self._backoff())
+        else:
+            self._role = Role.UNATTACHED
+            self._election_deadline = (now_ms + self._randomized_election_timeout()) if cfg.is_voter else None
+            self._send_at = now_ms
+        if cfg.is_voter and len(cfg.voters) == 1 and self._role is not Role.RESIGNED:
+            self._become_prospective(now_ms, 0)
+
+    def _persist(self) -> None:
+        self._store.write(ElectionState(self._epoch, self._leader_id, self._voted_id))
+
+    def _leave_role(self) -> None:
+        """Clear per-role state; a leader answers its parked fetches with NOT_LEADER."""
+        if self._role is Role.LEADER:
+            parked, self._parked = self._parked, []
+            for p in parked:
+                self._respond(p.source, API_FETCH, p.version, p.correlation_id,
+                              self._fetch_error_body(_NOT_LEADER))
+        self._replicas = {}
+        self._begin_pending = {}
+        self._end_pending = {}
+        self._grants = set()
+        self._rejects = set()
+        self._votes_sent = False
+        self._election_deadline = None
+        self._fetch_deadline = None
+        self._send_at = None
+        self._epoch_start_offset = -1
+        self._needs_flush = False
+        # forget in-flight requests of the old role (their responses are ignored)
+        self._in_flight = {}
+
+    def _become_unattached(self, epoch: int, now_ms: int, *, voted: int | None = None,
+                           persist: bool = True) -> None:
+        changed = epoch != self._epoch
+        self._leave_role()
+        self._role = Role.UNATTACHED
+        if changed:
+            self._epoch = epoch
+            self._leader_id = None
+            self._voted_id = voted
+        elif not persist:
+            self._leader_id = None
+        if persist:
+            self._persist()
+        if self.config.is_voter:
+            self._election_deadline = now_ms + self._randomized_election_timeout()
+        else:
+            self._send_at = now_ms + self.config.retry_backoff_ms
+        self._download = None
+
+    def _become_follower(self, leader_id: int, epoch: int, now_ms: int) -> None:
+        if epoch != self._epoch:
+            self._voted_id = None
+        self._leave_role()
+        self._epoch = epoch
+        self._leader_id = leader_id
+        self._persist()
+        self._start_follower(now_ms)
+
+    def _start_follower(self, now_ms: int) -> None:
+        self._role = Role.FOLLOWER
+        self._fetch_deadline = now_ms + self.config.fetch_timeout_ms
+        self._send_at = now_ms
+        self._download = None
+        self._maybe_send_fetch(now_ms)
+
+    def _become_prospective(self, now_ms: int, delay_ms: int) -> None:
+        """KIP-996: ask for pre-votes for epoch + 1 without bumping the epoch."""
+        if not self.config.is_voter:
+            return
+        self._leave_role()
+        self._role = Role.PROSPECTIVE
+        self._grants = {self.node_id}
+        self._send_at = now_ms + delay_ms
+        self._election_deadline = self._send_at + self._randomized_election_timeout()
+        if delay_ms == 0:
+            self._send_votes(now_ms)
+
+    def _become_candidate(self, now_ms: int) -> None:
+        self._leave_role()
+        self._role = Role.CANDIDATE
+        self._epoch += 1
+        self._leader_id = None
+        self._voted_id = self.node_id
+        self._persist()
+        self._grants = {self.node_id}
+        self._send_at = now_ms
+        self._election_deadline = now_ms + self._randomized_election_timeout()
+        self._send_votes(now_ms)
+
+    def _become_leader(self, now_ms: int) -> None:
+        granting = sorted(self._grants)
+        self._leave_role()
+        self._role = Role.LEADER
+        self._leader_id = self.node_id
+        self._persist()
+        self._download = None
+        cfg = self.config
+        self._epoch_start_offset = self.log.end_offset
+        value = codec.encode(LEADER_CHANGE_MESSAGE, 0, {
+            "version": 0, "leaderId": self.node_id, "voters": [{"voterId": v} for v in cfg.voters],
+            "grantingVoters": [{"voterId": v} for v in granting]})
+        builder = RecordsBuilder(base_offset=self.log.end_offset, is_control=True,
+                                 partition_leader_epoch=self._epoch)
+        builder.append_control_record(now_ms, ControlRecordType.LEADER_CHANGE, value)
+        self.log.append(builder.build())
+        self._needs_flush = True
+        self._replicas = {v: _Replica(last_fetch_ms=now_ms) for v in cfg.voters}
+        self._begin_pending = {v: now_ms for v in cfg.voters if v != self.node_id}
+        log.info("node %d became leader of epoch %d", self.node_id, self._epoch)
+        self._leader_poll(now_ms)
+
+    def _become_resigned(self, now_ms: int) -> None:
+        self._leave_role()
+        self._role = Role.RESIGNED
+        self._election_deadline = now_ms + self._randomized_election_timeout()
+        self._end_pending = {v: now_ms for v in self.config.voters if v != self.node_id}
+        self._send_end_quorum(now_ms)
+
+    def _observe_epoch(self, leader_id: int, epoch: int, now_ms: int) -> bool:
+        """React to (leader, epoch) learned from any message; True if the node changed state
+        (a higher epoch, or a leader discovered in the current one)."""
+        leader = None if leader_id < 0 else leader_id
+        if epoch > self._epoch:
+            if leader is not None and leader != self.node_id:
+                self._become_follower(leader, epoch, now_ms)
+            else:
+                self._become_unattached(epoch, now_ms)
+            return True
+        if epoch == self._epoch and leader is not None and leader != self.node_id:
+            if self._role in (Role.UNATTACHED, Role.PROSPECTIVE, Role.CANDIDATE) or (
+                    self._role is Role.FOLLOWER and self._leader_id != leader):
+                self._become_follower(leader, epoch, now_ms)
+                return True
+        return False
+
+    # ================================================================== helpers
+    def _randomized_election_timeout(self) -> int:
+        t = self.config.election_timeout_ms
+        return t + self._rng.randint(0, t)
+
+    def _backoff(self) -> int:
+        return self._rng.randint(self.config.retry_backoff_ms, max(self.config.retry_backoff_ms,
+                                                                    self.config.election_backoff_max_ms))
+
+    def _send(self, destination: int, api_key: int, body: Body, now_ms: int, context: Any = None) -> int:
+        corr = self._next_correlation
+        self._next_correlation += 1
+        self._in_flight[corr] = _InFlight(destination, api_key, now_ms + self.config.request_timeout_ms, context)
+        self._outbox.append(SendRequest(destination, api_key, REQUEST_VERSIONS[api_key], body, corr))
+        return corr
+
+    def _respond(self, destination: int, api_key: int, version: int, correlation_id: int, body: Body) -> None:
+        self._outbox.append(SendResponse(destination, api_key, version, body, correlation_id))
+
+    def _has_in_flight(self, api_key: int, destination: int | None = None) -> bool:
+        return any(f.api_key == api_key and (destination is None or f.destination == destination)
+                   for f in self._in_flight.values())
+
+    def _expire_in_flight(self, now_ms: int) -> None:
+        expired = [c for c, f in self._in_flight.items() if now_ms >= f.deadline_ms]
+        for c in expired:
+            self._request_failed(self._in_flight.pop(c), now_ms)
+
+    def _request_failed(self, flight: _InFlight, now_ms: int) -> None:
+        retry = now_ms + self.config.retry_backoff_ms
+        if flight.api_key in (API_FETCH, API_FETCH_SNAPSHOT):
+            self._send_at = retry
+        elif flight.api_key == API_BEGIN_QUORUM_EPOCH and flight.destination in self._begin_pending:
+            self._begin_pending[flight.destination] = retry
+        elif flight.api_key == API_END_QUORUM_EPOCH and flight.destination in self._end_pending:
+            self._end_pending[flight.destination] = retry
+
+    def _cluster_ok(self, body: Body) -> bool:
+        cid = body.get("clusterId")
+        return cid is None or self.config.cluster_id is None or cid == self.config.cluster_id
+
+    @staticmethod
+    def _partition(body: Body, topics_key: str = "topics") -> Body | None:
+        topics = body.get(topics_key) or []
+        if not topics:
+            return None
+        parts = topics[0].get("partitions") or []
+        return parts[0] if parts else None
+
+    # ================================================================== Vote
+    def _send_votes(self, now_ms: int) -> None:
+        pre = self._role is Role.PROSPECTIVE
+        self._votes_sent = True
+        self._send_at = None
+        if self._has_majority(self._grants):
+            if pre:
+                self._become_candidate(now_ms)
+            else:
+                self._become_leader(now_ms)
+            return
+        epoch = self._epoch + 1 if pre else self._epoch
+        for voter in self.config.voters:
+            if voter == self.node_id:
+                continue
+            body = {"clusterId": self.config.cluster_id, "voterId": voter, "topics": [{
+                "topicName": METADATA_TOPIC, "partitions": [{
+                    "partitionIndex": METADATA_PARTITION, "replicaEpoch": epoch, "replicaId": self.node_id,
+                    "lastOffsetEpoch": self.log.last_fetched_epoch(), "lastOffset": self.log.end_offset,
+                    "preVote": pre}]}]}
+            self._send(voter, API_VOTE, body, now_ms, context=(pre, epoch))
+
+    def _has_majority(self, ids: set[int]) -> bool:
+        return len(ids & set(self.config.voters)) >= self.config.majority
+
+    def _log_up_to_date(self, last_epoch: int, last_offset: int) -> bool:
+        return (last_epoch, last_offset) >= (self.log.last_fetched_epoch(), self.log.end_offset)
+
+    def _vote_body(self, error: int, granted: bool, partition_error: int = _NONE) -> Body:
+        return {"errorCode": error, "topics": [{"topicName": METADATA_TOPIC, "partitions": [{
+            "partitionIndex": METADATA_PARTITION, "errorCode": partition_error,
+            "leaderId": -1 if self._leader_id is None else self._leader_id, "leaderEpoch": self._epoch,
+            "voteGranted": granted}]}]}
+
+    def _recently_fetched_from_leader(self, now_ms: int) -> bool:
+        if self._role is Role.LEADER:
+            return True
+        return (self._role is Role.FOLLOWER and self._last_fetch_ok_ms is not None
+                and now_ms - self._last_fetch_ok_ms < self.config.fetch_timeout_ms)
+
+    def _on_vote_request(self, version: int, body: Body, now_ms: int) -> Body:
+        if not self._cluster_ok(body):
+            return self._vote_body(_INCONSISTENT_CLUSTER, False)
+        part = self._partition(body)
+        if part is None:
+            return self._vote_body(_INVALID_REQUEST, False)
+        candidate = int(part["replicaId"])
+        epoch = int(part["replicaEpoch"])
+        pre = bool(part.get("preVote", False)) and version >= 2
+        if not self.config.is_voter or candidate not in self.config.voters:
+            return self._vote_body(_NONE, False)
+        up_to_date = self._log_up_to_date(int(part["lastOffsetEpoch"]), int(part["lastOffset"]))
+        if pre:
+            # KIP-996: grant unless we know of a live leader or our log is further along
+            granted = (epoch > self._epoch or (epoch == self._epoch and self._leader_id is None)) \
+                and up_to_date and not self._recently_fetched_from_leader(now_ms)
+            return self._vote_body(_NONE, granted)
+        if epoch < self._epoch:
+            return self._vote_body(_NONE, False, _FENCED)
+        if epoch > self._epoch:
+            self._become_unattached(epoch, now_ms)
+        granted = False
+        if self._role is Role.UNATTACHED or (self._role is Role.PROSPECTIVE and self._leader_id is None):
+            if self._voted_id in (None, candidate) and self._leader_id is None and up_to_date:
+                granted = True
+                if self._voted_id != candidate:
+                    self._voted_id = candidate
+                    self._persist()
+                if self._role is not Role.UNATTACHED:
+                    self._become_unattached(self._epoch, now_ms)
+                else:
+                    self._election_deadline = now_ms + self._randomized_election_timeout()
+        elif self._role is Role.CANDIDATE and self._voted_id == candidate:
+            granted = True
+        return self._vote_body(_NONE, granted)
+
+    def _on_vote_response(self, source: int, body: Body, flight: _InFlight, now_ms: int) -> None:
+        part = self._partition(body)
+        if body.get("errorCode", _NONE) != _NONE or part is None:
+            return
+        if self._observe_epoch(int(part["leaderId"]), int(part["leaderEpoch"]), now_ms):
+            return
+        pre, epoch = flight.context
+        if (self._role is Role.PROSPECTIVE and pre and epoch == self._epoch + 1) or (self._role is Role.CANDIDATE and not pre and epoch == self._epoch):
+            pass
+        else:
+            return
+        if part["errorCode"] == _NONE and part["voteGranted"]:
+            self._grants.add(source)
+            if self._has_majority(self._grants):
+                if pre:
+                    self._become_candidate(now_ms)
+                else:
+                    self._become_leader(now_ms)
+        else:
+            self._rejects.add(source)
+
+    # ================================================================== Begin/EndQuorumEpoch
+    def _quorum_epoch_body(self, error: int, partition_error: int = _NONE) -> Body:
+        return {"errorCode": error, "topics": [{"topicName": METADATA_TOPIC, "partitions": [{
+            "partitionIndex": METADATA_PARTITION, "errorCode": partition_error,
+            "leaderId": -1 if self._leader_id is None else self._leader_id, "leaderEpoch": self._epoch}]}]}
+
+    def _on_begin_quorum_request(self, body: Body, now_ms: int) -> Body:
+        if not self._cluster_ok(body):
+            return self._quorum_epoch_body(_INCONSISTENT_CLUSTER)
+        part = self._partition(body)
+        if part is None:
+            return self._quorum_epoch_body(_INVALID_REQUEST)
+        leader, epoch = int(part["leaderId"]), int(part["leaderEpoch"])
+        if epoch < self._epoch:
+            return self._quorum_epoch_body(_NONE, _FENCED)
+        if leader == self.node_id:
+            return self._quorum_epoch_body(_INVALID_REQUEST)
+        if epoch == self._epoch and self._role is Role.LEADER:
+            raise RaftStateError(f"node {self.node_id} is leader of epoch {epoch} and node {leader} claims it")
+        if not (self._role is Role.FOLLOWER and self._leader_id == leader and self._epoch == epoch):
+            self._become_follower(leader, epoch, now_ms)
+        return self._quorum_epoch_body(_NONE)
+
+    def _on_begin_quorum_response(self, source: int, body: Body, now_ms: int) -> None:
+        part = self._partition(body)
+        if part is None or body.get("errorCode", _NONE) != _NONE:
+            return
+        if self._observe_epoch(int(part["leaderId"]), int(part["leaderEpoch"]), now_ms):
+            return
+        if self._role is Role.LEADER and part["errorCode"] == _NONE:
+            self._begin_pending.pop(source, None)
+
+    def _send_end_quorum(self, now_ms: int) -> None:
+        successors = sorted((v for v in self.config.voters if v != self.node_id),
+                            key=lambda v: (-self._replica_end(v), v))
+        for voter, at in list(self._end_pending.items()):
+            if now_ms < at or self._has_in_flight(API_END_QUORUM_EPOCH, voter):
+                continue
+            self._end_pending[voter] = now_ms + self.config.request_timeout_ms
+            body = {"clusterId": self.config.cluster_id, "topics": [{"topicName": METADATA_TOPIC, "partitions": [{
+                "partitionIndex": METADATA_PARTITION, "leaderId": self.node_id, "leaderEpoch": self._epoch,
+                "preferredCandidates": [{"candidateId": s} for s in successors]}]}]}
+            self._send(voter, API_END_QUORUM_EPOCH, body, now_ms)
+
+    def _replica_end(self, replica: int) -> int:
+        rep = self._replicas.get(replica)
+        return -1 if rep is None else rep.end_offset
+
+    def _on_end_quorum_request(self, body: Body, now_ms: int) -> Body:
+        if not self._cluster_ok(body):
+            return self._quorum_epoch_body(_INCONSISTENT_CLUSTER)
+        part = self._partition(body)
+        if part is None:
+            return self._quorum_epoch_body(_INVALID_REQUEST)
+        leader, epoch = int(part["leaderId"]), int(part["leaderEpoch"])
+        if epoch < self._epoch:
+            return self._quorum_epoch_body(_NONE, _FENCED)
+        if epoch > self._epoch:
+            self._become_unattached(epoch, now_ms)
+        elif self._role is Role.FOLLOWER and self._leader_id == leader and self.config.is_voter:
+            # Kafka's endQuorumEpochElectionBackoff: preferred successors time out first
+            cands = [int(c["candidateId"]) for c in part.get("preferredCandidates") or []]
+            if not cands:
+                cands = [int(c) for c in part.get("preferredSuccessors") or []]
+            pos = cands.index(self.node_id) if self.node_id in cands else len(cands)
+            backoff = 0 if pos == 0 else min(self.config.election_backoff_max_ms,
+                                              self.config.retry_backoff_ms * (1 << min(pos, 16)))
+            backoff += self._rng.randint(0, self.config.retry_backoff_ms)
+            self._fetch_deadline = min(self._fetch_deadline or now_ms + backoff, now_ms + backoff)
+            self._last_fetch_ok_ms = None
+        return self._quorum_epoch_body(_NONE)
+
+    def _on_end_quorum_response(self, source: int, body: Body, now_ms: int) -> None:
+        part = self._partition(body)
+        if part is None:
+            return
+        if self._observe_epoch(int(part["leaderId"]), int(part["leaderEpoch"]), now_ms):
+            return
+        if self._role is Role.RESIGNED:
+            self._end_pending.pop(source, None)
+
+    # ================================================================== leader: Fetch
+    def _fetch_error_body(self, error: int) -> Body:
+        return {"errorCode": _NONE, "responses": [{"topicId": METADATA_TOPIC_ID, "partitions": [{
+            "partitionIndex": METADATA_PARTITION, "errorCode": error,
+            "highWatermark": -1 if self._hw is None else self._hw,
+            "logStartOffset": self.log.start_offset,
+            "currentLeader": {"leaderId": -1 if self._leader_id is None else self._leader_id,
+                              "leaderEpoch": self._epoch},
+            "records": None}]}]}
+
+    def _on_fetch_request(self, source: int, version: int, body: Body, corr: int, now_ms: int) -> None:
+        if not self._cluster_ok(body):
+            self._respond(source, API_FETCH, version, corr, {"errorCode": _INCONSISTENT_CLUSTER, "responses": []})
+            return
+        part = self._partition(body)
+        if part is None:
+            self._respond(source, API_FETCH, version, corr, {"errorCode": _INVALID_REQUEST, "responses": []})
+            return
+        replica = int(body["replicaState"]["replicaId"]) if version >= 15 else int(body.get("replicaId", -1))
+        req_epoch = int(part.get("currentLeaderEpoch", -1))
+        if req_epoch > self._epoch:
+            self._respond(source, API_FETCH, version, corr, self._fetch_error_body(_UNKNOWN_EPOCH))
+            return
+        if req_epoch >= 0 and req_epoch < self._epoch:
+            self._respond(source, API_FETCH, version, corr, self._fetch_error_body(_FENCED))
+            return
+        if self._role is not Role.LEADER:
+            self._respond(source, API_FETCH, version, corr, self._fetch_error_body(_NOT_LEADER))
+            return
+        fetch_offset = int(part["fetchOffset"])
+        last_epoch = int(part.get("lastFetchedEpoch", -1))
+        max_bytes = min(int(part.get("partitionMaxBytes", self.config.fetch_max_bytes)), self.config.fetch_max_bytes)
+        if fetch_offset < 0 or fetch_offset > self.log.end_offset:
+            # beyond our end: only possible with a diverging log; tell it where our epoch ends
+            if fetch_offset > self.log.end_offset:
+                diverged = self.log.end_offset_for_epoch(last_epoch)
+                self._respond(source, API_FETCH, version, corr, self._fetch_body(diverging=diverged))
+            else:
+                self._respond(source, API_FETCH, version, corr, self._fetch_error_body(_INVALID_REQUEST))
+            return
+        start = self.log.start_offset
+        snap = self.log.latest_snapshot()
+        if start > 0 and snap is not None and (fetch_offset < start or (
+                fetch_offset == start and last_epoch != self._snapshot_epoch_at(start))):
+            self._respond(source, API_FETCH, version, corr, self._fetch_body(snapshot=snap))
+            return
+        if fetch_offset > 0 or last_epoch > 0:
+            eo = self.log.end_offset_for_epoch(last_epoch)
+            if eo.epoch != last_epoch or eo.offset < fetch_offset:
+                if eo.offset < start or (eo.offset < 0 and start > 0):
+                    if snap is not None:
+                        self._respond(source, API_FETCH, version, corr, self._fetch_body(snapshot=snap))
+                        return
+                self._respond(source, API_FETCH, version, corr, self._fetch_body(
+                    diverging=eo if eo.offset >= 0 else None, diverge_to_zero=eo.offset < 0))
+                return
+        # a valid position: it is the replica's durable end offset
+        self._update_replica(replica, fetch_offset, now_ms)
+        max_wait = int(body.get("maxWaitMs", 0))
+        if fetch_offset < self.log.end_offset or max_wait <= 0:
+            self._respond(source, API_FETCH, version, corr, self._fetch_body(fetch_offset, max_bytes))
+        else:
+            self._parked.append(_ParkedFetch(source, version, corr, fetch_offset, max_bytes, now_ms + max_wait,
+                                             self._hw))
+
+    def _snapshot_epoch_at(self, offset: int) -> int:
+        for sid in self.log.snapshots():
+            if sid.end_offset == offset:
+                return sid.epoch
+        return -1
+
+    def _fetch_body(self, fetch_offset: int = -1, max_bytes: int = 0, *, snapshot: SnapshotId | None = None,
+                    diverging: Any = None, diverge_to_zero: bool = False) -> Body:
+        part: Body = {"partitionIndex": METADATA_PARTITION, "errorCode": _NONE,
+                      "highWatermark": -1 if self._hw is None else self._hw,
+                      "logStartOffset": self.log.start_offset,
+                      "currentLeader": {"leaderId": self.node_id, "leaderEpoch": self._epoch},
+                      "records": None}
+        if snapshot is not None:
+            part["snapshotId"] = {"endOffset": snapshot.end_offset, "epoch": snapshot.epoch}
+        elif diverging is not None:
+            part["divergingEpoch"] = {"epoch": diverging.epoch, "endOffset": diverging.offset}
+        elif diverge_to_zero:
+            part["divergingEpoch"] = {"epoch": 0, "endOffset": 0}
+        elif fetch_offset >= 0:
+            data = self.log.read(fetch_offset, max_bytes)
+            part["records"] = data or None
+        return {"errorCode": _NONE, "responses": [{"topicId": METADATA_TOPIC_ID, "partitions": [part]}]}
+
+    def _update_replica(self, replica: int, offset: int, now_ms: int) -> None:
+        rep = self._replicas.get(replica)
+        if rep is None:
+            rep = self._replicas[replica] = _Replica()
+        if replica in self.config.voters:
+            self._begin_pending.pop(replica, None)
+        rep.last_fetch_ms = now_ms
+        # a fetch offset can go down after a follower truncated; Kafka tracks the latest
+        rep.end_offset = offset
+        if offset >= self.log.end_offset:
+            rep.last_caught_up_ms = now_ms
+        self._update_high_watermark(now_ms)
+
+    def _update_high_watermark(self, now_ms: int) -> None:
+        if self._role is not Role.LEADER:
+            return
+        ends = sorted((self.log.flushed_offset if v == self.node_id else self._replica_end(v)
+                       for v in self.config.voters), reverse=True)
+        candidate = ends[self.config.majority - 1]
+        if candidate > self._epoch_start_offset and (self._hw is None or candidate > self._hw):
+            self._hw = candidate
+
+    def _check_quorum_deadline(self) -> int:
+        """When the leader resigns if a majority of voters has not fetched (Kafka's check-quorum,
+        1.5 x fetch timeout)."""
+        others = sorted((self._replicas[v].last_fetch_ms for v in self.config.voters if v != self.node_id),
+                        reverse=True)
+        need = self.config.majority - 1
+        if need <= 0 or not others:
+            return 1 << 62
+        return others[need - 1] + self.config.fetch_timeout_ms * 3 // 2
+
+    def _leader_poll(self, now_ms: int) -> None:
+        if self.log.end_offset > self.log.flushed_offset or self._needs_flush:
+            self.log.flush()  # the leader's records count only once durable
+            self._needs_flush = False
+            self._update_high_watermark(now_ms)
+        if now_ms >= self._check_quorum_deadline():
+            log.info("leader %d of epoch %d lost contact with a majority; resigning", self.node_id, self._epoch)
+            self._become_resigned(now_ms)
+            return
+        for voter, at in list(self._begin_pending.items()):
+            if now_ms >= at and not self._has_in_flight(API_BEGIN_QUORUM_EPOCH, voter):
+                self._begin_pending[voter] = now_ms + self.config.request_timeout_ms
+                body = {"clusterId": self.config.cluster_id, "voterId": voter, "topics": [{
+                    "topicName": METADATA_TOPIC, "partitions": [{
+                        "partitionIndex": METADATA_PARTITION, "leaderId": self.node_id,
+                        "leaderEpoch": self._epoch}]}]}
+                self._send(voter, API_BEGIN_QUORUM_EPOCH, body, now_ms)
+        if self._parked:
+            keep = []
+            end = self.log.end_offset
+            for p in self._parked:
+                if now_ms >= p.deadline_ms or end > p.fetch_offset or p.high_watermark != self._hw:
+                    self._respond(p.source, API_FETCH, p.version, p.correlation_id,
+                                  self._fetch_body(p.fetch_offset, p.max_bytes))
+                else:
+                    keep.append(p)
+            self._parked = keep
+
+    # ================================================================== leader: FetchSnapshot
+    def _on_fetch_snapshot_request(self, body: Body) -> Body:
+        part = self._partition(body)
+
+        def reply(error: int, sid: Body | None = None, size: int = 0, position: int = 0,
+                  data: bytes = b"") -> Body:
+            return {"errorCode": _NONE, "topics": [{"name": METADATA_TOPIC, "partitions": [{
+                "index": METADATA_PARTITION, "errorCode": error,
+                "snapshotId": sid or {"endOffset": -1, "epoch": -1},
+                "currentLeader": {"leaderId": -1 if self._leader_id is None else self._leader_id,
+                                  "leaderEpoch": self._epoch},
+                "size": size, "position": position, "unalignedRecords": data}]}]}
+
+        if part is None:
+            return reply(_INVALID_REQUEST)
+        req_epoch = int(part["currentLeaderEpoch"])
+        if req_epoch < self._epoch:
+            return reply(_FENCED)
+        if req_epoch > self._epoch:
+            return reply(_UNKNOWN_EPOCH)
+        if self._role is not Role.LEADER:
+            return reply(_NOT_LEADER)
+        sid = SnapshotId(int(part["snapshotId"]["endOffset"]), int(part["snapshotId"]["epoch"]))
+        size = self.log.snapshot_size(sid)
+        if size is None:
+            return reply(_SNAPSHOT_NOT_FOUND, part["snapshotId"])
+        position = int(part["position"])
+        if position < 0 or position >= size:
+            return reply(_POSITION_OUT_OF_RANGE, part["snapshotId"], size, position)
+        limit = min(int(body.get("maxBytes", self.config.fetch_snapshot_max_bytes)),
+                    self.config.fetch_snapshot_max_bytes)
+        return reply(_NONE, part["snapshotId"], size, position, self.log.read_snapshot(sid, position, limit))
+
+    # ================================================================== follower side
+    def _maybe_discover(self, now_ms: int) -> None:
+        """An observer without a leader asks a random voter (Kafka's bootstrap fetch)."""
+        if self._send_at is None or now_ms < self._send_at or self._has_in_flight(API_FETCH):
+            return
+        voter = self._rng.choice(self.config.voters)
+        self._send_fetch(voter, now_ms)
+        self._send_at = now_ms + self.config.request_timeout_ms
+
+    def _maybe_send_fetch(self, now_ms: int) -> None:
+        if (self._role is not Role.FOLLOWER or self._leader_id is None or self._send_at is None
+                or now_ms < self._send_at):
+            return
+        if self._has_in_flight(API_FETCH) or self._has_in_flight(API_FETCH_SNAPSHOT):
+            return
+        if self._download is not None:
+            sid, buf, _ = self._download
+            body = {"clusterId": self.config.cluster_id, "replicaId": self.node_id,
+                    "maxBytes": self.config.fetch_snapshot_max_bytes, "topics": [{
+                        "name": METADATA_TOPIC, "partitions": [{
+                            "partition": METADATA_PARTITION, "currentLeaderEpoch": self._epoch,
+                            "snapshotId": {"endOffset": sid.end_offset, "epoch": sid.epoch},
+                            "position": len(buf)}]}]}
+            self._send(self._leader_id, API_FETCH_SNAPSHOT, body, now_ms, context=(sid, len(buf)))
+        else:
+            self._send_fetch(self._leader_id, now_ms)
+        self._send_at = None
+
+    def _send_fetch(self, destination: int, now_ms: int) -> None:
+        offset = self.log.end_offset
+        body = {"clusterId": self.config.cluster_id,
+                "replicaState": {"replicaId": self.node_id, "replicaEpoch": -1},
+                "maxWaitMs": self.config.fetch_max_wait_ms, "minBytes": 0,
+                "maxBytes": self.config.fetch_max_bytes,
+                "topics": [{"topicId": METADATA_TOPIC_ID, "partitions": [{
+                    "partition": METADATA_PARTITION, "currentLeaderEpoch": self._epoch,
+                    "fetchOffset": offset, "lastFetchedEpoch": self.log.last_fetched_epoch(),
+                    "logStartOffset": self.log.start_offset,
+                    "partitionMaxBytes": self.config.fetch_max_bytes}]}]}
+        self._send(destination, API_FETCH, body, now_ms, context=(self._epoch, offset))
+
+    def _on_fetch_response(self, source: int, body: Body, flight: _InFlight, now_ms: int) -> None:
+        retry = now_ms + self.config.retry_backoff_ms
+        responses = body.get("responses") or []
+        part = responses[0]["partitions"][0] if responses and responses[0].get("partitions") else None
+        if body.get("errorCode", _NONE) != _NONE or part is None:
+            self._send_at = retry
+            return
+        leader = part.get("currentLeader") or {}
+        leader_id, leader_epoch = int(leader.get("leaderId", -1)), int(leader.get("leaderEpoch", -1))
+        if self._observe_epoch(leader_id, leader_epoch, now_ms):
+            return
+        sent_epoch, sent_offset = flight.context
+        if (part["errorCode"] != _NONE or self._role is not Role.FOLLOWER or source != self._leader_id
+                or sent_epoch != self._epoch or sent_offset != self.log.end_offset):
+            if self._role in (Role.FOLLOWER, Role.UNATTACHED):
+                self._send_at = retry
+            return
+        self._last_fetch_ok_ms = now_ms
+        self._fetch_deadline = now_ms + self.config.fetch_timeout_ms
+        self._send_at = now_ms
+        diverging = part.get("divergingEpoch") or {}
+        snapshot = part.get("snapshotId") or {}
+        if int(snapshot.get("endOffset", -1)) >= 0 and int(snapshot.get("epoch", -1)) >= 0:
+            sid = SnapshotId(int(snapshot["endOffset"]), int(snapshot["epoch"]))
+            self._download = (sid, bytearray(), -1)
+        elif int(diverging.get("endOffset", -1)) >= 0 and int(diverging.get("epoch", -1)) >= 0:
+            self._truncate_diverging(int(diverging["epoch"]), int(diverging["endOffset"]))
+        else:
+            data = part.get("records")
+            if data:
+                self._append_as_follower(bytes(data))
+            self._update_follower_hw(int(part.get("highWatermark", -1)))
+        self._maybe_send_fetch(now_ms)
+
+    def _truncate_diverging(self, epoch: int, end_offset: int) -> None:
+        local = self.log.end_offset_for_epoch(epoch)
+        target = end_offset if local.offset < 0 else min(end_offset, local.offset)
+        committed = max(self._applied, self._hw or 0)
+        if target < committed:
+            raise RaftStateError(f"node {self.node_id}: diverging epoch {epoch} at {end_offset} would truncate "
+                                 f"to {target}, below the committed offset {committed}")
+        if target < self.log.start_offset:
+            raise RaftStateError(f"node {self.node_id}: truncation to {target} is below the log start "
+                                 f"{self.log.start_offset}")
+        log.debug("node %d truncates to %d (diverging epoch %d end %d)", self.node_id, target, epoch, end_offset)
+        self.log.truncate_to(target)
+
+    def _append_as_follower(self, data: bytes) -> None:
+        infos, valid = scan_batch_infos(data)
+        for info in infos:
+            if info.base_offset < self.log.end_offset:
+                continue  # already have it (cannot happen with one fetch in flight, but harmless)
+            if info.base_offset > self.log.end_offset:
+                break
+            self.log.append(data[info.position:info.position + info.size])
+        self.log.flush()  # voters flush before fetching again: their fetch offset acknowledges
+
+    def _update_follower_hw(self, leader_hw: int) -> None:
+        if leader_hw < 0:
+            return
+        hw = min(leader_hw, self.log.flushed_offset)
+        if self._hw is None or hw > self._hw:
+            self._hw = hw
+
+    def _on_fetch_snapshot_response(self, source: int, body: Body, flight: _InFlight, now_ms: int) -> None:
+        retry = now_ms + self.config.retry_backoff_ms
+        part = self._partition(body)
+        if part is None or body.get("errorCode", _NONE) != _NONE:
+            self._send_at = retry
+            return
+        leader = part.get("currentLeader") or {}
+        if self._observe_epoch(int(leader.get("leaderId", -1)), int(leader.get("leaderEpoch", -1)), now_ms):
+            return
+        if self._download is None or self._role is not Role.FOLLOWER:
+            return
+        sid, buf, _ = self._download
+        exp_sid, exp_pos = flight.context
+        if part["errorCode"] != _NONE or exp_sid != sid or exp_pos != len(buf):
+            if part["errorCode"] in (_SNAPSHOT_NOT_FOUND, _POSITION_OUT_OF_RANGE):
+                self._download = None  # fetch again and learn the current snapshot
+            self._send_at = retry
+            return
+        self._last_fetch_ok_ms = now_ms
+        self._fetch_deadline = now_ms + self.config.fetch_timeout_ms
+        size = int(part["size"])
+        chunk = bytes(part.get("unalignedRecords") or b"")
+        if int(part["position"]) != len(buf) or len(buf) + len(chunk) > size:
+            self._download = None
+            self._send_at = retry
+            return
+        buf += chunk
+        self._download = (sid, buf, size)
+        if len(buf) == size:
+            self._install_snapshot(sid, bytes(buf))
+        self._send_at = now_ms
+        self._maybe_send_fetch(now_ms)
+
+    def _install_snapshot(self, sid: SnapshotId, data: bytes) -> None:
+        self._download = None
+        if sid.end_offset <= self._applied and self.log.end_offset >= sid.end_offset:
+            return
+        self.log.write_snapshot(sid, data)
+        self.log.reset_to_snapshot(sid)
+        if self._hw is None or self._hw < sid.end_offset:
+            self._hw = sid.end_offset
+        self._committed = []  # anything undrained is older than the snapshot
+        self._queue_snapshot_load(sid)
+
+    # ================================================================== committed output
+    def _queue_snapshot_load(self, sid: SnapshotId) -> None:
+        size = self.log.snapshot_size(sid) or 0
+        raw = self.log.read_snapshot(sid, 0, size)
+        records: list[bytes] = []
+        last_ts = 0
+        try:
+            for batch in iter_batches(raw, validate=True):
+                for rec in batch.records():
+                    if batch.is_control:
+                        key = bytes(rec.key) if rec.key is not None else b""
+                        if len(key) >= 4 and int.from_bytes(key[2:4], "big") == ControlRecordType.SNAPSHOT_HEADER \
+                                and rec.value is not None:
+                            last_ts = int(codec.decode(SNAPSHOT_HEADER_RECORD, 0,
+                                                       bytes(rec.value))["lastContainedLogTimestamp"])
+                    elif rec.value is not None:
+                        records.append(bytes(rec.value))
+        except RecordsError as exc:
+            raise RaftStateError(f"snapshot {sid.file_name} is corrupt: {exc}") from None
+        self._committed.append(SnapshotLoad(sid.end_offset, sid.epoch, tuple(records), last_ts))
+        self._applied = sid.end_offset
+
+    def _deliver_committed(self) -> None:
+        if self._hw is None:
+            return
+        limit = min(self._hw, self.log.flushed_offset)
+        if self._applied < self.log.start_offset:
+            snap = self.log.latest_snapshot()
+            if snap is None or snap.end_offset < self.log.start_offset:
+                raise RaftStateError(f"node {self.node_id}: log starts at {self.log.start_offset} "
+                                     f"without a snapshot there")
+            self._queue_snapshot_load(snap)
+        if limit <= self._applied:
+            return
+        for info, raw in self.log.batches(self._applied, limit):
+            if info.last_offset >= limit:
+                break
+            for batch in iter_batches(raw):
+                values: list[bytes] = []
+                types: list[int] = []
+                for rec in batch.records():
+                    values.append(b"" if rec.value is None else bytes(rec.value))
+                    if batch.is_control:
+                        key = bytes(rec.key) if rec.key is not None else b""
+                        types.append(int.from_bytes(key[2:4], "big", signed=True) if len(key) >= 4 else -1)
+                self._committed.append(CommittedBatch(batch.base_offset, batch.last_offset,
+                                                      batch.partition_leader_epoch, batch.max_timestamp,
+                                                      batch.is_control, tuple(values), tuple(types)))
+            self._applied = info.last_offset + 1
