@@ -1,0 +1,271 @@
+"""Runs the sans-I/O :class:`~kraftwerk.raft.RaftNode` over asyncio TCP.
+
+The host is the raft core's only window on the world:
+
+- requests from peers arrive through the node's :class:`~kraftwerk.runtime.server.KafkaServer`
+  (:meth:`RaftHost.handle`); each gets a host-unique correlation id, so that a response the core
+  defers (a long-poll Fetch) can be matched to the connection waiting for it;
+- :class:`~kraftwerk.raft.SendRequest` effects go out on one :class:`ReconnectingClient` per
+  peer, and their responses (or failures) go back into the core;
+- timers: one task sleeps until ``next_deadline_ms()`` or until something wakes it, then polls;
+- time is the wall clock in milliseconds, as Kafka's raft client uses (batch timestamps are
+  wall-clock times);
+- committed batches are drained after every event and handed to the state machine callback,
+  and appends can wait for their commit (:meth:`RaftHost.wait_committed`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kraftwerk.protocol import codec
+from kraftwerk.raft import (
+    API_BEGIN_QUORUM_EPOCH,
+    API_DESCRIBE_QUORUM,
+    API_END_QUORUM_EPOCH,
+    API_FETCH,
+    API_FETCH_SNAPSHOT,
+    API_VOTE,
+    Committed,
+    NotLeaderError,
+    RaftNode,
+    SendRequest,
+    SendResponse,
+    SnapshotId,
+)
+from kraftwerk.runtime.client import ReconnectingClient
+from kraftwerk.runtime.errors import NetworkError
+from kraftwerk.runtime.server import Request
+
+log = logging.getLogger(__name__)
+
+#: The raft RPCs a controller listener serves: (min, max) versions we accept from peers and tools.
+RAFT_APIS: dict[int, tuple[int, int]] = {
+    API_FETCH: (17, 17),
+    API_VOTE: (0, 2),
+    API_BEGIN_QUORUM_EPOCH: (0, 1),
+    API_END_QUORUM_EPOCH: (0, 1),
+    API_DESCRIBE_QUORUM: (0, 2),
+    API_FETCH_SNAPSHOT: (0, 1),
+}
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def source_of(api_key: int, body: codec.Value) -> int:
+    """The sending replica's id as the request body names it (-1 when it names none: tools)."""
+    try:
+        if api_key == API_FETCH:
+            state: dict[str, Any] = body.get("replicaState") or {}
+            replica: Any = state.get("replicaId", body.get("replicaId", -1))
+            return int(replica)
+        if api_key == API_FETCH_SNAPSHOT:
+            return int(body.get("replicaId", -1))
+        partition = body["topics"][0]["partitions"][0]
+        if api_key == API_VOTE:
+            return int(partition.get("replicaId", partition.get("candidateId", -1)))
+        if api_key in (API_BEGIN_QUORUM_EPOCH, API_END_QUORUM_EPOCH):
+            return int(partition.get("leaderId", -1))
+    except (KeyError, IndexError, TypeError, ValueError):
+        pass
+    return -1
+
+
+@dataclass(slots=True)
+class _CommitWaiter:
+    offset: int
+    epoch: int
+    future: asyncio.Future[bool]
+
+
+class RaftHost:
+    """Drives one RaftNode: network, timers, commit notifications."""
+
+    def __init__(self, node: RaftNode, peers: Mapping[int, tuple[str, int]], *,
+                 on_committed: Callable[[list[Committed]], None] | None = None,
+                 clock: Callable[[], int] = wall_clock_ms, client_id: str = "raft-client",
+                 request_timeout_ms: int = 2000, rng: random.Random | None = None) -> None:
+        self.node = node
+        self.clock = clock
+        self.on_committed = on_committed
+        self.request_timeout_ms = request_timeout_ms
+        self._rng = rng or random.Random()
+        self._clients = {
+            node_id: ReconnectingClient(host, port, client_id=client_id, backoff_ms=20, backoff_max_ms=500,
+                                        rng=random.Random(self._rng.getrandbits(32)),
+                                        connect_timeout_s=request_timeout_ms / 1000)
+            for node_id, (host, port) in peers.items() if node_id != node.config.node_id
+        }
+        self._inbound: dict[int, asyncio.Future[codec.Value]] = {}
+        self._ids = itertools.count(1)
+        self._wake = asyncio.Event()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._timer: asyncio.Task[None] | None = None
+        self._waiters: list[_CommitWaiter] = []
+        self._listeners: list[Callable[[], None]] = []
+        self._last_leader: tuple[int | None, int] = (None, -1)
+        self.closed = False
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._timer = asyncio.create_task(self._timer_loop(), name="raft-timer")
+
+    async def close(self) -> None:
+        self.closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._timer
+        for task in list(self._tasks):
+            task.cancel()
+        for future in self._inbound.values():
+            if not future.done():
+                future.cancel()
+        for waiter in self._waiters:
+            if not waiter.future.done():
+                waiter.future.set_result(False)
+        for client in self._clients.values():
+            await client.close()
+
+    def add_state_listener(self, listener: Callable[[], None]) -> None:
+        """Called after every event that may have changed leader, epoch or high watermark."""
+        self._listeners.append(listener)
+
+    # --- inbound --------------------------------------------------------------------------
+
+    async def handle(self, request: Request) -> codec.Value | None:
+        """Serve a raft RPC from a peer (or DescribeQuorum from a tool)."""
+        if self.closed:
+            raise NetworkError("raft host is closed")
+        correlation_id = next(self._ids)
+        future: asyncio.Future[codec.Value] = asyncio.get_running_loop().create_future()
+        self._inbound[correlation_id] = future
+        source = source_of(request.api_key, request.body)
+        try:
+            self._apply(self.node.handle_request(source, request.api_key, request.api_version, request.body,
+                                                 correlation_id, self.clock()))
+            return await future
+        finally:
+            self._inbound.pop(correlation_id, None)
+
+    # --- writes ---------------------------------------------------------------------------
+
+    def append(self, records: Sequence[bytes]) -> int:
+        """Append one batch (leader only); returns the offset of its last record.
+
+        Raises :class:`~kraftwerk.raft.NotLeaderError` when this node is not the leader."""
+        offset = self.node.append(list(records), self.clock())
+        self._apply(self.node.take_effects())
+        self._wake.set()
+        return offset
+
+    async def wait_committed(self, offset: int, timeout_s: float | None = None) -> bool:
+        """Wait until the high watermark passes ``offset``; False if leadership (the epoch) changes
+        first or the timeout expires: the append may then be lost and must not be acknowledged."""
+        hw = self.node.high_watermark
+        if hw is not None and hw > offset:
+            return True
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._waiters.append(_CommitWaiter(offset, self.node.epoch, future))
+        try:
+            return await asyncio.wait_for(future, timeout_s)
+        except TimeoutError:
+            return False
+
+    def create_snapshot(self, end_offset: int, records: Sequence[bytes]) -> SnapshotId:
+        """Store the state machine's snapshot below ``end_offset`` (and clean the log behind it)."""
+        snapshot_id = self.node.create_snapshot(end_offset, list(records), self.clock())
+        self._apply(self.node.take_effects())
+        return snapshot_id
+
+    # --- core driving ---------------------------------------------------------------------
+
+    def _apply(self, effects: Iterable[Any] | None) -> None:
+        for effect in effects or ():
+            if isinstance(effect, SendResponse):
+                future = self._inbound.get(effect.correlation_id)
+                if future is not None and not future.done():
+                    future.set_result(effect.body)
+            elif isinstance(effect, SendRequest):
+                task = asyncio.create_task(self._send(effect))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+        self._after_event()
+
+    def _after_event(self) -> None:
+        committed = self.node.drain_committed()
+        if committed and self.on_committed is not None:
+            self.on_committed(committed)
+        hw = self.node.high_watermark
+        epoch = self.node.epoch
+        if self._waiters:
+            keep: list[_CommitWaiter] = []
+            for waiter in self._waiters:
+                if waiter.future.done():
+                    continue
+                if hw is not None and hw > waiter.offset:
+                    waiter.future.set_result(True)
+                elif epoch != waiter.epoch:
+                    waiter.future.set_result(False)
+                else:
+                    keep.append(waiter)
+            self._waiters = keep
+        leader = (self.node.leader_id, epoch)
+        if leader != self._last_leader:
+            self._last_leader = leader
+            log.info("raft: leader %s in epoch %d (this node %d is %s)", leader[0], epoch,
+                     self.node.config.node_id, self.node.role.value)
+        for listener in self._listeners:
+            listener()
+        self._wake.set()
+
+    async def _send(self, effect: SendRequest) -> None:
+        client = self._clients.get(effect.destination)
+        if client is None:
+            log.warning("raft: no address for node %d", effect.destination)
+            self._send_failed(effect)
+            return
+        try:
+            body = await client.request(effect.api_key, effect.version, effect.body,
+                                        timeout_s=self.request_timeout_ms / 1000 + 1.0)
+        except NetworkError as exc:
+            log.debug("raft: %s to node %d failed: %s", effect.api_key, effect.destination, exc)
+            self._send_failed(effect)
+            return
+        if self.closed:
+            return
+        self._apply(self.node.handle_response(effect.destination, effect.api_key, effect.version, body,
+                                              effect.correlation_id, self.clock()))
+
+    def _send_failed(self, effect: SendRequest) -> None:
+        if self.closed:
+            return
+        self._apply(self.node.handle_send_failure(effect.destination, effect.correlation_id, self.clock()))
+
+    async def _timer_loop(self) -> None:
+        while not self.closed:
+            self._apply(self.node.poll(self.clock()))
+            delay = max(0.0, (self.node.next_deadline_ms() - self.clock()) / 1000)
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), min(delay, 1.0))
+
+    # --- views ----------------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        return self.node.is_leader
+
+
+__all__ = ["RAFT_APIS", "NotLeaderError", "RaftHost", "source_of", "wall_clock_ms"]
