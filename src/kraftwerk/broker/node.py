@@ -1,0 +1,728 @@
+"""BrokerNode: the sans-I/O broker core (lifecycle, metadata follower, client RPCs).
+
+Kafka's BrokerLifecycleManager + metadata publishers + the read-only half of KafkaApis, as one
+state machine. The runtime:
+
+* calls ``poll(now_ms)`` and sends each returned :class:`ControllerCall` to the active
+  controller (at ``min(call.max_version, the controller's max)``, body from ``body_for(v)``),
+  then feeds the response to ``handle_registration_response`` / ``handle_heartbeat_response``
+  (or ``handle_controller_failure`` if it could not be delivered);
+* feeds committed metadata through ``replay`` / ``load_snapshot`` (the broker is a raft observer)
+  and performs the effects (:class:`CloseClientConnections`, :class:`WriteSnapshot`);
+* answers client requests with ``handle_request``: a :class:`Respond` body, or :class:`Forward`
+  (send the request to the controller in an Envelope and relay its response).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kraftwerk.controller import features as fc
+from kraftwerk.controller.common import (
+    ImageReplayer,
+    api_versions_body,
+    declared_api_ranges,
+    finalized_levels,
+)
+from kraftwerk.controller.effects import (
+    Body,
+    CloseClientConnections,
+    Effect,
+    Forward,
+    MetadataVersionChanged,
+    Respond,
+)
+from kraftwerk.controller.errors import FatalFaultError
+from kraftwerk.controller.quorum import (
+    API_VERSIONS,
+    BROKER_HEARTBEAT,
+    BROKER_REGISTRATION,
+    DESCRIBE_CLUSTER,
+    DESCRIBE_CONFIGS,
+    METADATA,
+    UNREGISTER_BROKER,
+    UPDATE_FEATURES,
+    _pick_listener,
+    describe_cluster_brokers,
+)
+from kraftwerk.image.model import ConfigResource, ConfigResourceType, Endpoint, MetadataImage
+from kraftwerk.protocol.error_codes import Errors
+from kraftwerk.protocol.frame import MetadataRecord
+from kraftwerk.protocol.registry import by_api_key
+from kraftwerk.protocol.schema import Kind
+from kraftwerk.versions.software import SoftwareVersion
+
+log = logging.getLogger(__name__)
+
+BROKER_API_KEYS = (METADATA, API_VERSIONS, DESCRIBE_CONFIGS, UPDATE_FEATURES, DESCRIBE_CLUSTER)
+"""What :meth:`BrokerNode.handle_request` answers (UpdateFeatures by forwarding)."""
+FORWARDED_API_KEYS = frozenset({UPDATE_FEATURES})
+
+
+class BrokerState(enum.Enum):
+    """Kafka's ``BrokerState`` (the value is Kafka's byte)."""
+
+    NOT_RUNNING = 0
+    STARTING = 1
+    """Not registered yet (or registration refused: stays fenced and retries)."""
+    RECOVERY = 2
+    """Registered, fenced, catching up with the metadata log."""
+    RUNNING = 3
+    PENDING_CONTROLLED_SHUTDOWN = 6
+    SHUTTING_DOWN = 7
+
+
+class ConfigSource(enum.IntEnum):
+    """DescribeConfigs ``ConfigSource`` values."""
+
+    UNKNOWN = 0
+    TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+DEFAULT_BROKER_CONFIGS: Mapping[str, str] = {
+    "auto.create.topics.enable": "true",
+    "compression.type": "producer",
+    "default.replication.factor": "1",
+    "log.cleanup.policy": "delete",
+    "log.retention.bytes": "-1",
+    "log.retention.hours": "168",
+    "log.segment.bytes": "1073741824",
+    "message.max.bytes": "1048588",
+    "min.insync.replicas": "1",
+    "num.partitions": "1",
+    "unclean.leader.election.enable": "false",
+}
+"""A few of Kafka's broker defaults (what DescribeConfigs reports as DEFAULT_CONFIG)."""
+
+TOPIC_DEFAULTS_FROM_BROKER: Mapping[str, str] = {
+    "cleanup.policy": "log.cleanup.policy",
+    "compression.type": "compression.type",
+    "max.message.bytes": "message.max.bytes",
+    "min.insync.replicas": "min.insync.replicas",
+    "retention.bytes": "log.retention.bytes",
+    "segment.bytes": "log.segment.bytes",
+    "unclean.leader.election.enable": "unclean.leader.election.enable",
+}
+"""Topic config → the broker config that supplies its default (Kafka's synonyms)."""
+
+SENSITIVE_SUFFIXES = (".password", "secret", "sasl.jaas.config")
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerCall:
+    """A request the broker wants sent to the active controller."""
+
+    api_key: int
+    max_version: int
+    body: Body
+
+    def body_for(self, version: int) -> Body:
+        """The body with only the fields ``version`` has (the runtime negotiated it)."""
+        spec = by_api_key(Kind.REQUEST, self.api_key)
+        return {
+            f.json_name: self.body[f.json_name]
+            for f in spec.fields
+            if f.json_name in self.body and version in f.versions
+        }
+
+
+@dataclass(slots=True)
+class _Timers:
+    next_registration_ms: int = 0
+    registration_backoff_ms: int = 0
+    next_heartbeat_ms: int = 0
+    in_flight: int | None = None
+    in_flight_since: int = 0
+    refusals: list[str] = field(default_factory=list)
+
+
+class BrokerNode:
+    """One broker's core. See the module docstring for how the runtime drives it."""
+
+    def __init__(
+        self,
+        node_id: int,
+        cluster_id: str,
+        software: SoftwareVersion,
+        listeners: Sequence[Endpoint],
+        log_dirs: Sequence[uuid.UUID] = (),
+        *,
+        incarnation_id: uuid.UUID | None = None,
+        rack: str | None = None,
+        heartbeat_interval_ms: int = 2000,
+        initial_backoff_ms: int = 100,
+        max_backoff_ms: int = 10_000,
+        request_timeout_ms: int = 30_000,
+        static_configs: Mapping[str, str] | None = None,
+        default_configs: Mapping[str, str] | None = None,
+        snapshot_on_version_change: bool = True,
+        api_versions: Mapping[int, tuple[int, int]] | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self.cluster_id = cluster_id
+        self.software = software
+        self.listeners = tuple(listeners)
+        self.log_dirs = tuple(log_dirs)
+        self.incarnation_id = incarnation_id or uuid.UUID(int=(node_id + 1) << 64 | 0xB0)
+        self.rack = rack
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.initial_backoff_ms = initial_backoff_ms
+        self.max_backoff_ms = max_backoff_ms
+        self.request_timeout_ms = request_timeout_ms
+        self.static_configs = dict(static_configs or {})
+        self.default_configs = {**DEFAULT_BROKER_CONFIGS, **(default_configs or {})}
+        self._api_ranges = (
+            dict(api_versions) if api_versions is not None else declared_api_ranges(BROKER_API_KEYS)
+        )
+        self._replayer = ImageReplayer(node_id, "broker", software, snapshots=snapshot_on_version_change)
+        self.state = BrokerState.STARTING
+        self.broker_epoch = -1
+        self.fenced = True
+        self.caught_up = False
+        self.controller_id: int | None = None
+        self.kraft_version = 0
+        self._t = _Timers()
+        self.last_refusal: str | None = None
+        """Kafka's UnsupportedVersionException text of the last refused registration, if any."""
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def image(self) -> MetadataImage:
+        return self._replayer.image
+
+    @property
+    def metadata_offset(self) -> int:
+        """The last committed offset replayed (what heartbeats report)."""
+        return self._replayer.last_offset
+
+    @property
+    def is_shutdown_complete(self) -> bool:
+        return self.state is BrokerState.SHUTTING_DOWN
+
+    def set_kraft_version(self, level: int) -> None:
+        self.kraft_version = level
+
+    def set_controller(self, controller_id: int | None) -> None:
+        """The active controller as raft reports it (for logs and DescribeCluster)."""
+        self.controller_id = controller_id
+
+    # ------------------------------------------------------------------ metadata
+
+    def replay(
+        self,
+        base_offset: int,
+        records: Sequence[MetadataRecord | bytes],
+        *,
+        epoch: int = -1,
+        append_time_ms: int = -1,
+        last_offset: int | None = None,
+    ) -> list[Effect]:
+        """Replay a committed batch. A metadata.version change adds :class:`CloseClientConnections`.
+
+        An unsupported FeatureLevelRecord raises :class:`FatalFaultError` whose ``cleanup`` holds
+        the UnregisterBroker call to send before exiting (KIP-778: the broker unregisters).
+        """
+        try:
+            effects = self._replayer.replay(
+                base_offset, records, epoch=epoch, append_time_ms=append_time_ms, last_offset=last_offset
+            )
+        except FatalFaultError as fault:
+            self._fail(fault)
+            raise
+        return self._with_close(effects)
+
+    def load_snapshot(
+        self, records: Sequence[MetadataRecord | bytes], *, end_offset: int, epoch: int = -1
+    ) -> list[Effect]:
+        """Load a snapshot; a changed metadata.version closes client connections."""
+        before = self.image.metadata_version
+        try:
+            image = self._replayer.load_snapshot(records, end_offset=end_offset, epoch=epoch)
+        except FatalFaultError as fault:
+            self._fail(fault)
+            raise
+        if image.metadata_version is not None and before is not None and image.metadata_version is not before:
+            return [
+                MetadataVersionChanged(end_offset - 1, before, image.metadata_version),
+                CloseClientConnections(f"metadata.version changed from {before} to {image.metadata_version}"),
+            ]
+        return []
+
+    def _fail(self, fault: FatalFaultError) -> None:
+        log.error("[BrokerServer id=%d] %s; unregistering and shutting down", self.node_id, fault)
+        if self.broker_epoch >= 0:
+            fault.cleanup = (ControllerCall(UNREGISTER_BROKER, 0, {"brokerId": self.node_id}),)
+        self.state = BrokerState.SHUTTING_DOWN
+
+    @staticmethod
+    def _with_close(effects: list[Effect]) -> list[Effect]:
+        out: list[Effect] = []
+        for e in effects:
+            out.append(e)
+            if isinstance(e, MetadataVersionChanged) and e.previous is not None:
+                out.append(
+                    CloseClientConnections(f"metadata.version changed from {e.previous} to {e.current}")
+                )
+        return out
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def registration_body(self) -> Body:
+        """BrokerRegistration request (v6 shape; ``ControllerCall.body_for`` trims it)."""
+        return {
+            "brokerId": self.node_id,
+            "clusterId": self.cluster_id,
+            "incarnationId": self.incarnation_id,
+            "listeners": [
+                {"name": e.name, "host": e.host, "port": e.port, "securityProtocol": e.security_protocol}
+                for e in self.listeners
+            ],
+            "features": [
+                {"name": n, "minSupportedVersion": r.min, "maxSupportedVersion": r.max}
+                for n, r in self.software.supported_features().items()
+            ],
+            "rack": self.rack,
+            "isMigratingZkBroker": False,
+            "logDirs": list(self.log_dirs),
+            "previousBrokerEpoch": self.broker_epoch,
+            "cordonedLogDirs": [],
+            "staticConfigs": [
+                {"name": k, "value": v} for k, v in sorted(self.static_configs.items()) if not _sensitive(k)
+            ],
+        }
+
+    def heartbeat_body(self) -> Body:
+        return {
+            "brokerId": self.node_id,
+            "brokerEpoch": self.broker_epoch,
+            "currentMetadataOffset": self.metadata_offset,
+            "wantFence": False,
+            "wantShutDown": self.state is BrokerState.PENDING_CONTROLLED_SHUTDOWN,
+            "offlineLogDirs": [],
+            "cordonedLogDirs": None,
+        }
+
+    def poll(self, now_ms: int) -> list[ControllerCall]:
+        """The controller calls due now (one at a time: nothing while one is in flight)."""
+        t = self._t
+        if self.state in (BrokerState.SHUTTING_DOWN, BrokerState.NOT_RUNNING):
+            return []
+        if t.in_flight is not None:
+            if now_ms - t.in_flight_since < self.request_timeout_ms:
+                return []
+            self.handle_controller_failure(now_ms)  # timed out: treat as lost
+        if self.broker_epoch < 0:
+            if self.state is BrokerState.PENDING_CONTROLLED_SHUTDOWN:
+                self.state = BrokerState.SHUTTING_DOWN
+                return []
+            if now_ms < t.next_registration_ms:
+                return []
+            t.in_flight, t.in_flight_since = BROKER_REGISTRATION, now_ms
+            max_version = 6 if self.static_configs else 5
+            return [ControllerCall(BROKER_REGISTRATION, max_version, self.registration_body())]
+        if now_ms < t.next_heartbeat_ms and self.state is not BrokerState.PENDING_CONTROLLED_SHUTDOWN:
+            return []
+        t.in_flight, t.in_flight_since = BROKER_HEARTBEAT, now_ms
+        return [ControllerCall(BROKER_HEARTBEAT, 2, self.heartbeat_body())]
+
+    def next_deadline_ms(self) -> int | None:
+        """When :meth:`poll` next has something to send."""
+        t = self._t
+        if self.state is BrokerState.SHUTTING_DOWN:
+            return None
+        if t.in_flight is not None:
+            return t.in_flight_since + self.request_timeout_ms
+        return t.next_registration_ms if self.broker_epoch < 0 else t.next_heartbeat_ms
+
+    def _backoff(self, now_ms: int) -> None:
+        t = self._t
+        t.registration_backoff_ms = min(
+            self.max_backoff_ms, max(self.initial_backoff_ms, t.registration_backoff_ms * 2)
+        )
+        t.next_registration_ms = now_ms + t.registration_backoff_ms
+
+    def handle_controller_failure(self, now_ms: int) -> None:
+        """The in-flight call got no response (no controller, disconnect, timeout): retry later."""
+        t = self._t
+        was = t.in_flight
+        t.in_flight = None
+        if was == BROKER_REGISTRATION:
+            self._backoff(now_ms)
+        else:
+            t.next_heartbeat_ms = now_ms + min(self.heartbeat_interval_ms, self.initial_backoff_ms * 5)
+
+    def handle_registration_response(self, body: Mapping[str, Any], now_ms: int) -> None:
+        """Adopt the broker epoch, or stay fenced and retry with backoff (logging Kafka's text)."""
+        self._t.in_flight = None
+        error = Errors.for_code(body.get("errorCode", 0))
+        if error is Errors.NONE:
+            self.broker_epoch = body["brokerEpoch"]
+            self._t.registration_backoff_ms = 0
+            self._t.next_heartbeat_ms = now_ms
+            self.last_refusal = None
+            if self.state is BrokerState.STARTING:
+                self.state = BrokerState.RECOVERY
+            log.info(
+                "[BrokerLifecycleManager id=%d] Successfully registered broker %d with broker epoch %d",
+                self.node_id,
+                self.node_id,
+                self.broker_epoch,
+            )
+            return
+        if error is Errors.UNSUPPORTED_VERSION:
+            self.last_refusal = self.explain_refusal()
+            log.error(
+                "[BrokerLifecycleManager id=%d] Unable to register broker %d because the controller "
+                "returned error %s: %s",
+                self.node_id,
+                self.node_id,
+                error.name,
+                self.last_refusal or error.describe(),
+            )
+        else:
+            log.info(
+                "[BrokerLifecycleManager id=%d] Unable to register broker %d because the controller "
+                "returned error %s",
+                self.node_id,
+                self.node_id,
+                error.name,
+            )
+        self._backoff(now_ms)
+
+    def explain_refusal(self) -> str | None:
+        """Kafka's UnsupportedVersionException text for this broker against its own image (the
+        registration response has no message field, so the broker rebuilds it)."""
+        mv = self.image.metadata_version
+        if mv is None:
+            return None
+        finalized = dict(self.image.features.finalized)
+        if self.kraft_version > 0:
+            finalized[fc.KRAFT_VERSION] = self.kraft_version
+        err = fc.registration_feature_error(dict(self.software.supported_features()), mv, finalized)
+        return None if err is None else str(err)
+
+    def handle_heartbeat_response(self, body: Mapping[str, Any], now_ms: int) -> None:
+        self._t.in_flight = None
+        error = Errors.for_code(body.get("errorCode", 0))
+        self._t.next_heartbeat_ms = now_ms + self.heartbeat_interval_ms
+        if error in (Errors.STALE_BROKER_EPOCH, Errors.BROKER_ID_NOT_REGISTERED):
+            log.info(
+                "[BrokerLifecycleManager id=%d] Broker heartbeat failed with %s; registering again",
+                self.node_id,
+                error.name,
+            )
+            self.broker_epoch = -1
+            self.fenced = True
+            if self.state is BrokerState.RUNNING:
+                self.state = BrokerState.RECOVERY
+            self._t.next_registration_ms = now_ms
+            return
+        if error is not Errors.NONE:
+            self._t.next_heartbeat_ms = now_ms + self.initial_backoff_ms
+            return
+        self.caught_up = bool(body.get("isCaughtUp", False))
+        self.fenced = bool(body.get("isFenced", True))
+        if body.get("shouldShutDown", False):
+            log.info(
+                "[BrokerLifecycleManager id=%d] The controller has asked us to exit controlled shutdown.",
+                self.node_id,
+            )
+            self.state = BrokerState.SHUTTING_DOWN
+            return
+        if self.state is BrokerState.RECOVERY and not self.fenced:
+            log.info(
+                "[BrokerLifecycleManager id=%d] The broker has been unfenced. Transitioning from RECOVERY "
+                "to RUNNING.",
+                self.node_id,
+            )
+            self.state = BrokerState.RUNNING
+        elif self.state is BrokerState.RUNNING and self.fenced:
+            self.state = BrokerState.RECOVERY
+
+    def begin_controlled_shutdown(self, now_ms: int) -> None:
+        """SIGTERM: ask the controller for a controlled shutdown on the next heartbeat."""
+        if self.state is BrokerState.SHUTTING_DOWN:
+            return
+        if self.broker_epoch < 0:
+            self.state = BrokerState.SHUTTING_DOWN
+            return
+        self.state = BrokerState.PENDING_CONTROLLED_SHUTDOWN
+        self._t.next_heartbeat_ms = now_ms
+
+    # ------------------------------------------------------------------ client requests
+
+    def handle_request(
+        self,
+        api_key: int,
+        version: int,
+        body: Mapping[str, Any],
+        now_ms: int,
+        *,
+        listener_name: str | None = None,
+    ) -> Respond | Forward:
+        """Answer a client request from the image, or forward it to the controller."""
+        if api_key in FORWARDED_API_KEYS:
+            return Forward(api_key, version, dict(body))
+        if api_key == API_VERSIONS:
+            levels = finalized_levels(self.image, self.kraft_version)
+            return Respond(
+                api_versions_body(version, self._api_ranges, self.software, levels, self.image.features_epoch)
+            )
+        if api_key == METADATA:
+            return Respond(self.metadata_body(version, body, listener_name))
+        if api_key == DESCRIBE_CLUSTER:
+            return Respond(self.describe_cluster_body(version, body, listener_name))
+        if api_key == DESCRIBE_CONFIGS:
+            return Respond(self.describe_configs_body(version, body))
+        spec = by_api_key(Kind.RESPONSE, api_key)
+        from kraftwerk.protocol import codec
+
+        out = codec.default_value(spec)
+        if "errorCode" in out:
+            out["errorCode"] = Errors.UNSUPPORTED_VERSION.code
+        return Respond(out)
+
+    def _alive_broker_ids(self) -> list[int]:
+        return [b.id for b in self.image.cluster.brokers.values() if not b.fenced]
+
+    def _client_controller_id(self) -> int:
+        """Kafka brokers hand clients an alive broker as "controller" (clients cannot reach the
+        KRaft controllers): this one when alive, else the lowest alive id."""
+        alive = self._alive_broker_ids()
+        if self.node_id in alive:
+            return self.node_id
+        return alive[0] if alive else -1
+
+    def metadata_body(self, version: int, body: Mapping[str, Any], listener_name: str | None = None) -> Body:
+        image = self.image
+        name = listener_name or (self.listeners[0].name if self.listeners else None)
+        brokers = []
+        alive = set()
+        for b in image.cluster.brokers.values():
+            if b.fenced:
+                continue
+            alive.add(b.id)
+            endpoint = _pick_listener(b.listeners, name)
+            if endpoint is not None:
+                brokers.append({"nodeId": b.id, "host": endpoint.host, "port": endpoint.port, "rack": b.rack})
+        requested = body.get("topics")
+        topics_out: list[dict[str, Any]] = []
+        if requested is None or (version == 0 and not requested):
+            wanted: list[tuple[str | None, uuid.UUID | None]] = [
+                (n, None) for n in sorted(image.topics.by_name)
+            ]
+        else:
+            wanted = [(t.get("name"), t.get("topicId")) for t in requested]
+        for tname, tid in wanted:
+            topic = None
+            if tname is not None:
+                topic = image.topics.by_name.get(tname)
+            elif tid is not None and tid.int != 0:
+                topic = image.topics.by_id.get(tid)
+            if topic is None:
+                code = Errors.UNKNOWN_TOPIC_OR_PARTITION if tname is not None else Errors.UNKNOWN_TOPIC_ID
+                topics_out.append(
+                    {
+                        "errorCode": code.code,
+                        "name": tname,
+                        "topicId": tid or uuid.UUID(int=0),
+                        "isInternal": False,
+                        "partitions": [],
+                        "topicAuthorizedOperations": -2147483648,
+                    }
+                )
+                continue
+            parts = []
+            for pid in sorted(topic.partitions):
+                p = topic.partitions[pid]
+                offline = [r for r in p.replicas if r not in alive]
+                err = Errors.NONE if p.leader in alive else Errors.LEADER_NOT_AVAILABLE
+                parts.append(
+                    {
+                        "errorCode": err.code,
+                        "partitionIndex": pid,
+                        "leaderId": p.leader,
+                        "leaderEpoch": p.leader_epoch,
+                        "replicaNodes": list(p.replicas),
+                        "isrNodes": list(p.isr),
+                        "offlineReplicas": offline,
+                    }
+                )
+            topics_out.append(
+                {
+                    "errorCode": 0,
+                    "name": topic.name,
+                    "topicId": topic.id,
+                    "isInternal": topic.name.startswith("__"),
+                    "partitions": parts,
+                    "topicAuthorizedOperations": -2147483648,
+                }
+            )
+        return {
+            "throttleTimeMs": 0,
+            "brokers": brokers,
+            "clusterId": self.cluster_id,
+            "controllerId": self._client_controller_id(),
+            "topics": topics_out,
+            "clusterAuthorizedOperations": -2147483648,
+            "errorCode": 0,
+        }
+
+    def describe_cluster_body(
+        self, version: int, body: Mapping[str, Any], listener_name: str | None = None
+    ) -> Body:
+        endpoint_type = body.get("endpointType", 1) if version >= 1 else 1
+        if endpoint_type != 1:
+            return {
+                "throttleTimeMs": 0,
+                "errorCode": Errors.MISMATCHED_ENDPOINT_TYPE.code,
+                "errorMessage": "The request was sent to an endpoint of type BROKER, but we wanted an "
+                "endpoint of type CONTROLLER",
+                "endpointType": endpoint_type,
+                "clusterId": self.cluster_id,
+                "controllerId": -1,
+                "brokers": [],
+                "clusterAuthorizedOperations": -2147483648,
+            }
+        name = listener_name or (self.listeners[0].name if self.listeners else None)
+        return describe_cluster_brokers(
+            self.image,
+            self.cluster_id,
+            self._client_controller_id(),
+            bool(body.get("includeFencedBrokers", False)),
+            1,
+            name,
+        )
+
+    # ------------------------------------------------------------------ DescribeConfigs
+
+    def describe_configs_body(self, version: int, body: Mapping[str, Any]) -> Body:
+        results = []
+        for res in body.get("resources") or ():
+            rtype, rname = res["resourceType"], res["resourceName"]
+            keys = res.get("configurationKeys")
+            try:
+                entries = self._config_entries(rtype, rname)
+            except _ConfigError as err:
+                results.append(
+                    {
+                        "errorCode": err.error.code,
+                        "errorMessage": err.message,
+                        "resourceType": rtype,
+                        "resourceName": rname,
+                        "configs": [],
+                    }
+                )
+                continue
+            configs = []
+            for cname, (value, source, synonyms) in sorted(entries.items()):
+                if keys is not None and cname not in keys:
+                    continue
+                sensitive = _sensitive(cname)
+                entry = {
+                    "name": cname,
+                    "value": None if sensitive else value,
+                    "readOnly": rtype == ConfigResourceType.BROKER
+                    and source is not ConfigSource.DYNAMIC_BROKER_CONFIG,
+                    "isDefault": source is ConfigSource.DEFAULT_CONFIG,
+                    "configSource": int(source),
+                    "isSensitive": sensitive,
+                    "synonyms": [
+                        {"name": n, "value": None if sensitive else v, "source": int(s)}
+                        for n, v, s in synonyms
+                    ]
+                    if body.get("includeSynonyms")
+                    else [],
+                    "configType": 0,
+                    "documentation": None,
+                }
+                configs.append(entry)
+            results.append(
+                {
+                    "errorCode": 0,
+                    "errorMessage": None,
+                    "resourceType": rtype,
+                    "resourceName": rname,
+                    "configs": configs,
+                }
+            )
+        return {"throttleTimeMs": 0, "results": results}
+
+    def _config_entries(self, rtype: int, rname: str) -> dict[str, tuple[str, ConfigSource, list[Any]]]:
+        image = self.image
+        default_dyn = image.configs.get(ConfigResource(ConfigResourceType.BROKER, ""), {})
+        if rtype == ConfigResourceType.BROKER:
+            if rname not in ("", str(self.node_id)):
+                raise _ConfigError(
+                    Errors.INVALID_REQUEST,
+                    f"Unexpected broker id, expected {self.node_id} or empty string, but received {rname}",
+                )
+            layers: list[tuple[Mapping[str, str], ConfigSource]] = []
+            if rname:
+                layers.append(
+                    (
+                        image.configs.get(ConfigResource(ConfigResourceType.BROKER, rname), {}),
+                        ConfigSource.DYNAMIC_BROKER_CONFIG,
+                    )
+                )
+            layers += [
+                (default_dyn, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+                (self.static_configs, ConfigSource.STATIC_BROKER_CONFIG),
+                (self.default_configs, ConfigSource.DEFAULT_CONFIG),
+            ]
+            out: dict[str, tuple[str, ConfigSource, list[Any]]] = {}
+            names = sorted({n for layer, _ in layers for n in layer})
+            for n in names:
+                syn = [(n, layer[n], src) for layer, src in layers if n in layer]
+                out[n] = (syn[0][1], syn[0][2], syn)
+            return out
+        if rtype == ConfigResourceType.TOPIC:
+            if rname not in image.topics.by_name:
+                raise _ConfigError(
+                    Errors.UNKNOWN_TOPIC_OR_PARTITION, "The topic '" + rname + "' does not exist."
+                )
+            topic_cfg = image.configs.get(ConfigResource(ConfigResourceType.TOPIC, rname), {})
+            out = {}
+            for tname, bname in TOPIC_DEFAULTS_FROM_BROKER.items():
+                tsyn: list[Any] = []
+                if tname in topic_cfg:
+                    tsyn.append((tname, topic_cfg[tname], ConfigSource.TOPIC_CONFIG))
+                for layer, src in (
+                    (default_dyn, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+                    (self.static_configs, ConfigSource.STATIC_BROKER_CONFIG),
+                    (self.default_configs, ConfigSource.DEFAULT_CONFIG),
+                ):
+                    if bname in layer:
+                        tsyn.append((bname, layer[bname], src))
+                if tsyn:
+                    out[tname] = (tsyn[0][1], tsyn[0][2], tsyn)
+            for tname, value in topic_cfg.items():
+                if tname not in out:
+                    out[tname] = (
+                        value,
+                        ConfigSource.TOPIC_CONFIG,
+                        [(tname, value, ConfigSource.TOPIC_CONFIG)],
+                    )
+            return out
+        raise _ConfigError(Errors.INVALID_REQUEST, f"Unsupported resource type {rtype}")
+
+
+class _ConfigError(Exception):
+    def __init__(self, error: Errors, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+def _sensitive(name: str) -> bool:
+    return any(name.endswith(s) for s in SENSITIVE_SUFFIXES)

@@ -1,0 +1,117 @@
+"""What the cores hand back to the runtime: replies to requests and effects of replay.
+
+The cores are sans-I/O: they never append, send, write or sleep. A request yields a *reply*
+(:class:`Respond`, :class:`AppendThenRespond`, or on a broker :class:`Forward`); replaying
+committed records yields *effects* (:class:`WriteSnapshot`, :class:`MetadataVersionChanged`,
+:class:`CloseClientConnections`). Response bodies are codec dicts (camelCase keys) for the
+response of the request's api key at the request's version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kraftwerk.image.model import MetadataImage
+from kraftwerk.image.writer import ImageWriteResult, ImageWriterOptions, LossPolicy, write_image
+from kraftwerk.protocol.frame import MetadataRecord, encode_metadata_record
+from kraftwerk.versions.metadata_version import MetadataVersion
+
+Body = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Respond:
+    """Send ``body`` as the response now; nothing to append."""
+
+    body: Body
+
+
+@dataclass(frozen=True, slots=True)
+class AppendThenRespond:
+    """Append ``records`` through raft (one batch when ``atomic``), wait until the high watermark
+    passes the last one, then send ``response_body``. If the append fails or leadership is lost
+    first, answer the request with NOT_CONTROLLER instead (``not_controller_body``).
+
+    ``kraft_version_upgrade`` is set when an UpdateFeatures raised kraft.version: the level lives
+    in KRaft control records, so the runtime asks raft to write it (the records carry only Kafka's
+    NoOpRecord for it).
+    """
+
+    records: tuple[MetadataRecord, ...]
+    response_body: Body
+    atomic: bool = True
+    not_controller_body: Body | None = None
+    kraft_version_upgrade: int | None = None
+
+    def encoded_records(self) -> list[bytes]:
+        """The framed record values, ready for ``RaftNode.append``."""
+        return [encode_metadata_record(r.spec, r.version, r.value) for r in self.records]
+
+
+@dataclass(frozen=True, slots=True)
+class Forward:
+    """(Broker) send this request to the active controller, wrapped in an Envelope, and relay
+    the controller's response to the client unchanged."""
+
+    api_key: int
+    version: int
+    body: Body
+
+
+@dataclass(frozen=True, slots=True)
+class WriteSnapshot:
+    """Write a KRaft snapshot ``(end_offset, epoch)`` holding ``image`` written at
+    ``options.metadata_version`` (KIP-778 "snapshot at a version change").
+
+    ``end_offset`` is exclusive, as in snapshot file names: the snapshot contains every offset
+    below it. ``render()`` runs the image writer (pure); the runtime passes
+    ``render().encoded()`` to ``RaftNode.create_snapshot(end_offset, epoch, records)``.
+    ``losses`` is already known when the write is lossy (``LossPolicy.DROP``).
+    """
+
+    end_offset: int
+    epoch: int
+    image: MetadataImage
+    options: ImageWriterOptions
+    reason: str
+    losses: tuple[str, ...] = ()
+
+    @property
+    def lossy(self) -> bool:
+        return self.options.loss_policy is LossPolicy.DROP and bool(self.losses)
+
+    def render(self) -> ImageWriteResult:
+        return write_image(self.image, self.options)
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataVersionChanged:
+    """Replay adopted a new metadata.version at ``offset``. When the change crossed a metadata
+    change downwards (an accepted unsafe downgrade) the image was rewritten through the lossy
+    writer and ``losses`` lists what was dropped (Kafka's loss texts)."""
+
+    offset: int
+    previous: MetadataVersion | None
+    current: MetadataVersion
+    losses: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CloseClientConnections:
+    """(Broker) close every client connection so clients renegotiate ApiVersions."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class FeaturesSnapshot:
+    """Finalized features as ApiVersions reports them (kraft.version included when > 0)."""
+
+    levels: Mapping[str, int] = field(default_factory=dict)
+    epoch: int = -1
+
+
+Effect = WriteSnapshot | MetadataVersionChanged | CloseClientConnections
+Reply = Respond | AppendThenRespond | Forward
