@@ -183,3 +183,23 @@ def build_fleet(root: Path, *, log_dirs: int = 3, partitions_per_dir: int = 32, 
             books.legacy_bytes = len(data)
             books_all.append(books)
     return Fleet(dirs, books_all)
+
+
+PEERS = ("kafka.record", "aiokafka.record.memory_records")
+
+
+def read_partition_with_peer(peer: str, directory: Path) -> tuple[list[Rec], set[int]]:
+    """(offset, timestamp, key, value, headers) of every record of a partition dir read by a peer
+    library, and the set of magic bytes of its batches."""
+    import importlib
+
+    module = importlib.import_module(peer)
+    records: list[Rec] = []
+    magics: set[int] = set()
+    for seg in sorted(directory.glob("*.log")):
+        data = seg.read_bytes()
+        magics |= {chunk[16] for chunk in split_batches(data)}
+        for batch in peer_records(module, data):
+            assert batch is not None, f"{peer} cannot read a batch of {seg}"
+            records += [(o, -1 if t is None else t, k, v, tuple(h)) for o, t, k, v, h in batch]
+    return records, magics

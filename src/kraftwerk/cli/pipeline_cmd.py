@@ -1,0 +1,256 @@
+"""``kraftwerk pipeline scan|upconvert``: find and rewrite message format v0/v1 data across a fleet.
+
+Both commands run on Spark (``--master``, default ``local[*]``) or, with ``--no-spark``, in this
+process through the same storage-layer functions. Missing or locked log dirs and corrupt segments
+are reported and skipped, never fatal to the rest of the run; the exit code is 1 when anything was
+skipped so scripts notice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from kraftwerk.cli.main import UsageError
+from kraftwerk.cli.output import add_output_flag, print_json
+from kraftwerk.storage.fileio import atomic_write
+from kraftwerk.storage.scan import (
+    BATCH_COLUMNS,
+    BatchRow,
+    PartitionSummary,
+    ScanError,
+    discover_segments,
+    scan_segments,
+    summarize,
+    totals,
+)
+from kraftwerk.storage.upconvert import SegmentOutcome, Status, upconvert_log_dirs
+
+DEFAULT_MASTER = "local[*]"
+
+
+def register(groups: Any) -> None:
+    parser = groups.add_parser("pipeline", help="fleet-wide scans and up-conversion of old message formats")
+    commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
+
+    scan = commands.add_parser(
+        "scan", help="find v0/v1 message format data in log dirs",
+        description="Scan every segment of the log dirs, write the batch table as Parquet and print a "
+                    "summary per topic-partition (v0/v1 bytes, batches, records, offsets, corrupt batches).")
+    _common(scan)
+    scan.add_argument("--out", required=True, metavar="DIR", help="directory for batches/ (Parquet) and "
+                                                                  "summary.json")
+    scan.set_defaults(func=run_scan)
+
+    up = commands.add_parser(
+        "upconvert", help="rewrite segments holding v0/v1 batches as v2 (KIP-724)",
+        description="Rewrite every segment that holds message format v0/v1 batches as v2, keeping offsets, "
+                    "verifying the result before anything is replaced. Segments with only v2 data are not "
+                    "touched; a second run changes nothing.")
+    _common(up)
+    where = up.add_mutually_exclusive_group()
+    where.add_argument("--out", metavar="DIR",
+                       help="write converted segments under DIR/<log dir>/<partition>/")
+    where.add_argument("--in-place", action="store_true",
+                       help="replace segments in place (crash-safe swap; refused while a broker holds the "
+                            "log dir's lock)")
+    up.add_argument("--dry-run", action="store_true", help="report what would be converted, change nothing")
+    up.set_defaults(func=run_upconvert)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--log-dirs", required=True, nargs="+", metavar="DIR",
+                   help="broker log directories (space or comma separated, like log.dirs)")
+    p.add_argument("--master", default=DEFAULT_MASTER, help=f"Spark master URL (default {DEFAULT_MASTER})")
+    p.add_argument("--no-spark", action="store_true", help="run in this process without Spark")
+    add_output_flag(p)
+
+
+def _log_dirs(raw: Sequence[str]) -> list[str]:
+    dirs = [d for part in raw for d in part.split(",") if d]
+    if not dirs:
+        raise UsageError("--log-dirs needs at least one directory")
+    return [str(Path(d).absolute()) for d in dirs]
+
+
+def _split_existing(dirs: list[str]) -> tuple[list[str], list[str]]:
+    present = [d for d in dirs if Path(d).is_dir()]
+    return present, [d for d in dirs if d not in present]
+
+
+@contextmanager
+def _status(message: str, enabled: bool) -> Iterator[Callable[[str], None]]:
+    """A rich spinner on stderr when it is a terminal (stdout stays clean for JSON)."""
+    if not enabled:
+        yield lambda _msg: None
+        return
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    with console.status(message) as status:
+        yield lambda msg: status.update(msg)
+
+
+def _tty() -> bool:
+    return sys.stderr.isatty()
+
+
+# ---------------------------------------------------------------------- scan
+
+def run_scan(args: argparse.Namespace) -> int:
+    dirs = _log_dirs(args.log_dirs)
+    present, missing = _split_existing(dirs)
+    for d in missing:
+        print(f"Log directory {d} does not exist or is not a directory; skipped", file=sys.stderr)
+    if not present:
+        raise ScanError("none of the log directories exists: " + ", ".join(dirs))
+    out = Path(args.out)
+    start = time.monotonic()
+    with _status(f"Scanning {len(present)} log dirs", _tty()):
+        if args.no_spark:
+            summaries = _scan_local(present, out)
+        else:
+            from kraftwerk.spark.jobs import scan_job
+            from kraftwerk.spark.session import pipeline_session
+
+            with pipeline_session(args.master) as spark:
+                summaries = scan_job(spark, present, out).summaries
+    elapsed = time.monotonic() - start
+    tot = totals(summaries)
+    doc = {"logDirs": present, "missingLogDirs": missing, "out": str(out), "seconds": round(elapsed, 3),
+           "totals": tot, "partitions": [s.to_json() for s in summaries]}
+    atomic_write(out / "summary.json", json.dumps(doc, indent=1).encode())
+    if args.output == "json":
+        print_json(doc)
+    else:
+        _print_scan(summaries, tot, present, out, elapsed)
+    return 1 if missing else 0
+
+
+def _scan_local(log_dirs: list[str], out: Path) -> list[PartitionSummary]:
+    """The no-Spark scan: the same rows, written with pyarrow, summarized in Python."""
+    try:
+        import pyarrow as pa  # type: ignore[import-untyped]
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    except ImportError as exc:  # pragma: no cover - the spark extra is missing
+        raise ScanError("writing Parquet needs pyarrow: install kraftwerk[spark]") from exc
+    types = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "boolean": pa.bool_()}
+    schema = pa.schema([(n, types[t]) for n, t in BATCH_COLUMNS])
+    target = out / "batches"
+    target.mkdir(parents=True, exist_ok=True)
+    for old in target.glob("*.parquet"):
+        old.unlink()
+    rows: list[BatchRow] = []
+
+    def arrow(chunk: list[BatchRow]) -> Any:
+        cols = zip(*chunk, strict=True)
+        arrays = [pa.array(c, type=f.type) for c, f in zip(cols, schema, strict=True)]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    with pq.ParquetWriter(str(target / "part-00000.parquet"), schema) as writer:
+        start = 0
+        for row in scan_segments(discover_segments(log_dirs)):
+            rows.append(row)
+            if len(rows) - start >= 8192:
+                writer.write_batch(arrow(rows[start:]))
+                start = len(rows)
+        if len(rows) > start:
+            writer.write_batch(arrow(rows[start:]))
+    return summarize(rows)
+
+
+def _offsets(a: int | None, b: int | None) -> str:
+    return "-" if a is None else f"{a}..{b}"
+
+
+def _print_scan(summaries: list[PartitionSummary], tot: dict[str, int], dirs: list[str], out: Path,
+                elapsed: float) -> None:
+    interesting = [s for s in summaries if s.legacy_batches or s.corrupt_batches]
+    if interesting:
+        header = ("Topic-partition", "Log dir", "v0 bytes", "v1 bytes", "Old batches", "Old records",
+                  "Old offsets", "Corrupt")
+        table = [header] + [(f"{s.topic}-{s.partition}", s.log_dir, str(s.v0_bytes), str(s.v1_bytes),
+                             str(s.legacy_batches), str(s.legacy_records),
+                             _offsets(s.legacy_first_offset, s.legacy_last_offset), str(s.corrupt_batches))
+                            for s in interesting]
+        widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+        for r in table:
+            print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+        print()
+    print(f"Scanned {len(dirs)} log dirs in {elapsed:.1f}s: {tot['partitions']} partitions, "
+          f"{tot['segments']} segments, {tot['batches']} batches, {tot['records']} records, "
+          f"{tot['bytes']} bytes")
+    print(f"Message format v0/v1: {tot['partitionsWithLegacy']} partitions, {tot['legacyBatches']} batches, "
+          f"{tot['legacyRecords']} records, {tot['legacyBytes']} bytes "
+          f"(v0 {tot['v0Bytes']}, v1 {tot['v1Bytes']})")
+    print(f"Corrupt batches: {tot['corruptBatches']}")
+    print(f"Batch table: {out / 'batches'} (Parquet); summary: {out / 'summary.json'}")
+
+
+# ---------------------------------------------------------------------- upconvert
+
+def run_upconvert(args: argparse.Namespace) -> int:
+    if not args.in_place and args.out is None and not args.dry_run:
+        raise UsageError("upconvert needs --out DIR or --in-place (or --dry-run)")
+    dirs = _log_dirs(args.log_dirs)
+    out = None if args.out is None else Path(args.out).absolute()
+    start = time.monotonic()
+    with _status("Up-converting", _tty()) as update:
+        done = [0]
+
+        def progress(o: SegmentOutcome) -> None:
+            if o.status in (Status.CONVERTED, Status.WOULD_CONVERT):
+                done[0] += 1
+                update(f"Up-converting: {done[0]} segments {'planned' if args.dry_run else 'converted'}")
+
+        if args.no_spark:
+            outcomes = upconvert_log_dirs([Path(d) for d in dirs], in_place=args.in_place, out_dir=out,
+                                          dry_run=args.dry_run)
+        else:
+            from kraftwerk.spark.jobs import upconvert_job
+            from kraftwerk.spark.session import pipeline_session
+
+            with pipeline_session(args.master) as spark:
+                outcomes = upconvert_job(spark, dirs, in_place=args.in_place, out_dir=out,
+                                         dry_run=args.dry_run, progress=progress)
+    elapsed = time.monotonic() - start
+    if all(o.status is Status.MISSING for o in outcomes):
+        raise ScanError("none of the log directories exists: " + ", ".join(dirs))
+    outcomes.sort(key=lambda o: (o.log_dir, o.topic, o.partition, o.base_offset))
+    counts = {s.value: sum(1 for o in outcomes if o.status is s) for s in Status}
+    problems = [o for o in outcomes if o.status.is_problem]
+    if args.output == "json":
+        print_json({"dryRun": args.dry_run, "inPlace": args.in_place,
+                    "out": None if out is None else str(out),
+                    "seconds": round(elapsed, 3), "counts": counts,
+                    "inputBytes": sum(o.input_bytes for o in outcomes if o.status is Status.CONVERTED),
+                    "outputBytes": sum(o.output_bytes for o in outcomes),
+                    "segments": [o.to_json() for o in outcomes if o.status is not Status.UNCHANGED]})
+    else:
+        _print_upconvert(outcomes, counts, args.dry_run, elapsed)
+    for o in problems:
+        where = (o.log_dir if o.base_offset < 0
+                 else f"{o.log_dir}/{o.topic}-{o.partition} segment {o.base_offset}")
+        print(f"{o.status.value.upper()}: {where}: {o.message}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def _print_upconvert(outcomes: list[SegmentOutcome], counts: dict[str, int], dry_run: bool,
+                     elapsed: float) -> None:
+    verb = "Would convert" if dry_run else "Converted"
+    for o in outcomes:
+        if o.status in (Status.CONVERTED, Status.WOULD_CONVERT):
+            extra = "" if dry_run else f" -> {o.output_bytes} bytes, {o.records} records verified"
+            print(f"{verb} {o.log_dir}/{o.topic}-{o.partition} segment {o.base_offset}: "
+                  f"{o.legacy_batches} of {o.batches} batches v0/v1, {o.input_bytes} bytes{extra}")
+    converted = counts[Status.CONVERTED.value] + counts[Status.WOULD_CONVERT.value]
+    print(f"{verb} {converted} segments in {elapsed:.1f}s; {counts[Status.UNCHANGED.value]} segments hold "
+          f"only v2 data and were not touched; {counts[Status.CORRUPT.value]} corrupt, "
+          f"{counts[Status.FAILED.value]} failed, {counts[Status.LOCKED.value]} log dirs locked, "
+          f"{counts[Status.MISSING.value]} missing")

@@ -1,0 +1,206 @@
+"""The ``kafka-log`` data source: Kafka log directories as a DataFrame of batches (or records).
+
+``spark.read.format("kafka-log").load(paths)`` makes one input partition per segment (large
+segments split at offset-index entries) and streams Arrow batches built from
+:mod:`kraftwerk.storage.scan` rows; a task holds at most one Arrow batch of rows and reads the
+segment through a memory map. :func:`read_log_dirs` lists the segments with Spark's ``binaryFile``
+source (path and length only: the content column is never selected, so no file is read) and hands
+the listing to the source; called directly, the source walks the given local directories itself.
+
+Options: ``level`` (``batch`` or ``record``), ``maxSplitBytes``, ``validateCrc``,
+``arrowBatchRows``, ``arrowBatchBytes``. Log dirs must be visible at the same path on every
+executor (local disks in ``local[*]``, a shared mount on a cluster).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from kraftwerk.errors import KraftwerkError
+from kraftwerk.spark.errors import SparkJobError
+from kraftwerk.storage.scan import (
+    BATCH_COLUMNS,
+    DEFAULT_MAX_SPLIT_BYTES,
+    RECORD_COLUMNS,
+    SegmentFile,
+    SegmentSplit,
+    discover_segments,
+    is_segment_path,
+    iter_batch_rows,
+    iter_record_rows,
+    locate_segment,
+    plan_splits,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa  # type: ignore[import-untyped]
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+FORMAT = "kafka-log"
+DEFAULT_ARROW_BATCH_ROWS = 8192
+DEFAULT_ARROW_BATCH_BYTES = 16 * 1024 * 1024
+
+
+def _ddl(columns: Sequence[tuple[str, str]]) -> str:
+    return ", ".join(f"`{n}` {t}" for n, t in columns)
+
+
+BATCH_SCHEMA_DDL = _ddl(BATCH_COLUMNS)
+RECORD_SCHEMA_DDL = _ddl(RECORD_COLUMNS)
+
+
+def local_path(uri: str) -> str:
+    """A ``file:`` URI (as Spark lists it) or a plain path as a local path."""
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file"):
+        return unquote(parsed.path) if parsed.scheme else uri
+    raise SparkJobError(f"{uri}: only local or mounted paths can be read (scheme {parsed.scheme!r})")
+
+
+class SplitPartition(InputPartition):
+    """One input partition: a byte range of one segment (picklable, tiny)."""
+
+    def __init__(self, split: SegmentSplit) -> None:
+        super().__init__(None)
+        self.split = split
+
+
+def _paths_option(options: Any) -> list[str]:
+    paths: list[str] = []
+    raw = options.get("paths")
+    if raw:
+        paths += json.loads(raw) if raw.lstrip().startswith("[") else [raw]
+    if options.get("path"):
+        paths.append(options["path"])
+    return [local_path(p) for p in paths]
+
+
+class KafkaLogReader(DataSourceReader):
+    def __init__(self, options: Any, schema: StructType) -> None:
+        self.level = str(options.get("level", "batch")).lower()
+        self.max_split_bytes = int(options.get("maxSplitBytes", DEFAULT_MAX_SPLIT_BYTES))
+        self.validate = str(options.get("validateCrc", "true")).lower() != "false"
+        self.batch_rows = max(1, int(options.get("arrowBatchRows", DEFAULT_ARROW_BATCH_ROWS)))
+        self.batch_bytes = max(1, int(options.get("arrowBatchBytes", DEFAULT_ARROW_BATCH_BYTES)))
+        self.listing = options.get("listing")
+        self.paths = _paths_option(options)
+        self.schema = schema
+
+    def segments(self) -> list[SegmentFile]:
+        if self.listing:
+            return [locate_segment(p, size) for p, size in json.loads(self.listing)]
+        return discover_segments(self.paths)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        splits: list[InputPartition] = []
+        for seg in self.segments():
+            splits += [SplitPartition(s) for s in plan_splits(seg, self.max_split_bytes)]
+        return splits
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        assert isinstance(partition, SplitPartition)
+        schema = to_arrow_schema(self.schema, timezone="UTC")
+        if self.level == "record":
+            yield from _arrow_batches(schema, iter_record_rows(partition.split), self.batch_rows,
+                                      self.batch_bytes, pa, record_level=True)
+        else:
+            yield from _arrow_batches(schema, iter_batch_rows(partition.split, validate=self.validate),
+                                      self.batch_rows, self.batch_bytes, pa, record_level=False)
+
+
+def _arrow_batches(schema: pa.Schema, rows: Iterator[tuple[Any, ...]], max_rows: int, max_bytes: int,
+                   pa: Any, *, record_level: bool) -> Iterator[pa.RecordBatch]:
+    """Group rows into Arrow batches of at most ``max_rows`` rows (and about ``max_bytes`` of payload)."""
+    types = [f.type for f in schema]
+    pending: list[tuple[Any, ...]] = []
+    size = 0
+
+    def flush() -> pa.RecordBatch:
+        cols = list(zip(*pending, strict=True))
+        arrays = [pa.array(col, type=t) for col, t in zip(cols, types, strict=True)]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    for row in rows:
+        pending.append(row)
+        if record_level:
+            size += len(row[8] or b"") + len(row[9] or b"") + 64
+        if len(pending) >= max_rows or size >= max_bytes:
+            yield flush()
+            pending = []
+            size = 0
+    if pending:
+        yield flush()
+
+
+class KafkaLogDataSource(DataSource):
+    """``spark.read.format("kafka-log")``: batches (default) or records (``level=record``) of log dirs."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        level = str(self.options.get("level", "batch")).lower()
+        if level not in ("batch", "record"):
+            raise SparkJobError(f"kafka-log: option level must be batch or record, not {level!r}")
+        return RECORD_SCHEMA_DDL if level == "record" else BATCH_SCHEMA_DDL
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return KafkaLogReader(self.options, schema)
+
+
+# ---------------------------------------------------------------------- driver-side helpers
+
+def list_segments_with_spark(spark: SparkSession, log_dirs: Sequence[str]) -> list[tuple[str, int]]:
+    """(local path, size) of every segment under ``log_dirs``, listed by the ``binaryFile`` source.
+
+    Only ``path`` and ``length`` are selected, so Spark lists and stats files but never reads them.
+    """
+    if not log_dirs:
+        return []
+    try:
+        df = (spark.read.format("binaryFile").option("recursiveFileLookup", "true")
+              .option("pathGlobFilter", "*.log").load(list(log_dirs)).select("path", "length"))
+        rows = df.collect()
+    except Exception as exc:
+        raise SparkJobError(f"cannot list {', '.join(log_dirs)}: {str(exc).splitlines()[0]}") from exc
+    out = []
+    for r in rows:
+        path = local_path(r["path"])
+        if is_segment_path(path):
+            out.append((path, int(r["length"])))
+    return sorted(out)
+
+
+def read_log_dirs(spark: SparkSession, log_dirs: Sequence[str], *, level: str = "batch",
+                  **options: str) -> DataFrame:
+    """The ``kafka-log`` DataFrame of ``log_dirs`` with the listing done by Spark (``binaryFile``)."""
+    listing = list_segments_with_spark(spark, log_dirs)
+    if not listing:  # a source without input partitions is not a valid plan
+        return spark.createDataFrame([], RECORD_SCHEMA_DDL if level == "record" else BATCH_SCHEMA_DDL)
+    reader = spark.read.format(FORMAT).option("level", level).option("listing", json.dumps(listing))
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load()
+
+
+__all__ = [
+    "BATCH_SCHEMA_DDL",
+    "FORMAT",
+    "RECORD_SCHEMA_DDL",
+    "KafkaLogDataSource",
+    "KafkaLogReader",
+    "KraftwerkError",
+    "list_segments_with_spark",
+    "local_path",
+    "read_log_dirs",
+]
