@@ -24,6 +24,8 @@ GROUP_MODULES = (
     "kraftwerk.cli.dump_log_cmd",
     "kraftwerk.cli.metadata_cmd",
     "kraftwerk.cli.pipeline_cmd",
+    "kraftwerk.cli.server_cmd",
+    "kraftwerk.cli.cluster_cmd",
 )
 
 
