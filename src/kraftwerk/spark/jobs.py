@@ -106,7 +106,7 @@ def upconvert_job(spark: SparkSession, log_dirs: Sequence[str], *, in_place: boo
     """Up-convert every topic-partition of ``log_dirs`` on Spark, one task per partition directory."""
     paths = [Path(d) for d in log_dirs]
     items, outcomes = plan_work(paths, out_dir)
-    with LogDirLocks(paths if in_place else []) as locks:
+    with LogDirLocks(paths if in_place else [], probe_only=dry_run) as locks:
         outcomes += locks.locked
         skip = locks.locked_dirs
         todo: list[WorkItem] = [i for i in items if str(Path(i.partition_dir).parent) not in skip]

@@ -34,7 +34,7 @@ from kraftwerk.records.errors import RecordsError
 from kraftwerk.records.types import MAGIC_V2
 from kraftwerk.storage.errors import LogDirLockedError, StorageError
 from kraftwerk.storage.fileio import atomic_write, translate_os_errors
-from kraftwerk.storage.lock import LogDirLock
+from kraftwerk.storage.lock import LogDirLock, lock_holder
 from kraftwerk.storage.replace import CLEANED_SUFFIX, ReplaceHook, SegmentReplacement, recover_replacements
 from kraftwerk.storage.scan import ScanError, partition_dirs
 from kraftwerk.storage.segment import (
@@ -305,14 +305,22 @@ def plan_work(log_dirs: Sequence[Path], out_dir: Path | None
 class LogDirLocks:
     """Hold the ``.lock`` of every log dir that is free; the others are reported as ``LOCKED``."""
 
-    def __init__(self, log_dirs: Sequence[Path]) -> None:
+    def __init__(self, log_dirs: Sequence[Path], *, probe_only: bool = False) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
+        self.probe_only = probe_only  # dry runs only look (and create no .lock file)
         self._held: list[LogDirLock] = []
         self.locked: list[SegmentOutcome] = []
 
     def __enter__(self) -> LogDirLocks:
         for d in self.log_dirs:
             if not d.is_dir():
+                continue
+            if self.probe_only:
+                holder = lock_holder(d)
+                if holder is not None:
+                    who = f" by process {holder.pid}" if holder.pid else ""
+                    self.locked.append(SegmentOutcome(str(d), "", -1, -1, Status.LOCKED,
+                                                      message=f"{d}/.lock is held{who}: a broker may be running"))
                 continue
             lock = LogDirLock(d)
             try:
@@ -352,7 +360,7 @@ def upconvert_log_dirs(log_dirs: Sequence[Path], *, in_place: bool = False, out_
     """The single-process up-conversion of whole log dirs (the Spark job runs the same work items)."""
     log_dirs = [Path(d) for d in log_dirs]
     items, outcomes = plan_work(log_dirs, out_dir)
-    with LogDirLocks(log_dirs if in_place else []) as locks:
+    with LogDirLocks(log_dirs if in_place else [], probe_only=dry_run) as locks:
         outcomes += locks.locked
         skip = locks.locked_dirs
         for item in items:
