@@ -1,0 +1,284 @@
+"""A local cluster of real node processes on loopback under one directory (``kraftwerk cluster``).
+
+Layout of ``D``::
+
+    D/cluster.json                  the nodes, their ports, roles, software versions and pids
+    D/node-<id>/server.properties   the node's config (Kafka's names)
+    D/node-<id>/data/               log.dirs = metadata.log.dir (meta.properties, bootstrap, metadata log)
+    D/node-<id>/server.log          the node's log (stderr of the process)
+
+Controllers get ids 1..C, brokers C+1..C+B. Every node is formatted with the storage layer's
+``format_node`` (what ``kraftwerk storage format`` runs) and started detached with
+``python -m kraftwerk.cli.main server start``; a node is ready once its ``kraftwerk.ready`` file
+names its pid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kraftwerk.runtime.errors import NodeError
+from kraftwerk.runtime.node import READY_FILE
+
+STATE_FILE = "cluster.json"
+CONTROLLER_LISTENER = "CONTROLLER"
+BROKER_LISTENER = "PLAINTEXT"
+HOST = "127.0.0.1"
+
+
+@dataclass(slots=True)
+class LocalNode:
+    node_id: int
+    roles: str
+    port: int
+    software_version: str | None = None
+    pid: int | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def directory(self, root: Path) -> Path:
+        return root / f"node-{self.node_id}"
+
+    def data_dir(self, root: Path) -> Path:
+        return self.directory(root) / "data"
+
+    def config_path(self, root: Path) -> Path:
+        return self.directory(root) / "server.properties"
+
+    def log_path(self, root: Path) -> Path:
+        return self.directory(root) / "server.log"
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+    @property
+    def address(self) -> str:
+        return f"{HOST}:{self.port}"
+
+
+@dataclass(slots=True)
+class LocalCluster:
+    root: Path
+    cluster_id: str
+    nodes: list[LocalNode]
+
+    # --- persistence ------------------------------------------------------------------------
+
+    def save(self) -> None:
+        state = {"clusterId": self.cluster_id, "nodes": [asdict(n) for n in self.nodes]}
+        tmp = self.root / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(state, indent=2) + "\n")
+        tmp.replace(self.root / STATE_FILE)
+
+    @classmethod
+    def load(cls, root: Path) -> LocalCluster:
+        path = root / STATE_FILE
+        try:
+            state = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise NodeError(f"No cluster found in {root} (missing {STATE_FILE}); run `kraftwerk cluster up` "
+                            "first") from None
+        except (OSError, ValueError) as exc:
+            raise NodeError(f"Unable to read {path}: {exc}") from None
+        return cls(root, state["clusterId"], [LocalNode(**n) for n in state["nodes"]])
+
+    # --- layout -----------------------------------------------------------------------------
+
+    @property
+    def controllers(self) -> list[LocalNode]:
+        return [n for n in self.nodes if n.is_controller]
+
+    @property
+    def brokers(self) -> list[LocalNode]:
+        return [n for n in self.nodes if n.is_broker]
+
+    def node(self, node_id: int) -> LocalNode:
+        for n in self.nodes:
+            if n.node_id == node_id:
+                return n
+        raise NodeError(f"No node {node_id} in {self.root}")
+
+    @property
+    def quorum_voters(self) -> str:
+        return ",".join(f"{n.node_id}@{HOST}:{n.port}" for n in self.controllers)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(n.address for n in self.brokers)
+
+    @property
+    def bootstrap_controllers(self) -> str:
+        return ",".join(n.address for n in self.controllers)
+
+    def properties(self, node: LocalNode) -> dict[str, str]:
+        listener = CONTROLLER_LISTENER if node.is_controller else BROKER_LISTENER
+        props = {
+            "process.roles": node.roles,
+            "node.id": str(node.node_id),
+            "listeners": f"{listener}://{HOST}:{node.port}",
+            "controller.listener.names": CONTROLLER_LISTENER,
+            "listener.security.protocol.map": f"{CONTROLLER_LISTENER}:PLAINTEXT,{BROKER_LISTENER}:PLAINTEXT",
+            "controller.quorum.voters": self.quorum_voters,
+            "log.dirs": str(node.data_dir(self.root)),
+            "metadata.log.dir": str(node.data_dir(self.root)),
+        }
+        if node.is_broker:
+            props["inter.broker.listener.name"] = BROKER_LISTENER
+            props["advertised.listeners"] = f"{BROKER_LISTENER}://{HOST}:{node.port}"
+        if node.software_version:
+            props["kraftwerk.software.version"] = node.software_version
+        props.update(node.extra)
+        return props
+
+    def write_config(self, node: LocalNode) -> Path:
+        node.directory(self.root).mkdir(parents=True, exist_ok=True)
+        path = node.config_path(self.root)
+        path.write_text("".join(f"{k}={v}\n" for k, v in self.properties(node).items()))
+        return path
+
+    # --- processes --------------------------------------------------------------------------
+
+    def start(self, node: LocalNode) -> int:
+        """Start one node detached (its own session, output to ``server.log``); returns its pid."""
+        self.write_config(node)
+        ready = node.data_dir(self.root) / READY_FILE
+        with contextlib.suppress(FileNotFoundError):
+            ready.unlink()
+        with open(node.log_path(self.root), "ab") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "kraftwerk.cli.main", "server", "start", "--config",
+                 str(node.config_path(self.root))],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
+            )
+        node.pid = proc.pid
+        self.save()
+        return proc.pid
+
+    def ready_info(self, node: LocalNode) -> dict[str, Any] | None:
+        """The node's ready file, if it names the node's current pid."""
+        try:
+            info: dict[str, Any] = json.loads((node.data_dir(self.root) / READY_FILE).read_text())
+        except (OSError, ValueError):
+            return None
+        return info if info.get("pid") == node.pid else None
+
+    def wait_ready(self, nodes: Iterable[LocalNode], timeout_s: float = 60.0) -> None:
+        pending = list(nodes)
+        deadline = time.monotonic() + timeout_s
+        while pending:
+            for node in list(pending):
+                if self.ready_info(node) is not None:
+                    pending.remove(node)
+                elif node.pid is not None and not pid_alive(node.pid):
+                    raise NodeError(f"Node {node.node_id} exited during start-up; see {node.log_path(self.root)}:"
+                                    f"\n{tail(node.log_path(self.root))}")
+            if pending and time.monotonic() > deadline:
+                ids = ", ".join(str(n.node_id) for n in pending)
+                raise NodeError(f"Timed out after {timeout_s:g}s waiting for node(s) {ids} to be ready")
+            if pending:
+                time.sleep(0.05)
+
+    def stop(self, nodes: Sequence[LocalNode], grace_s: float = 10.0) -> list[int]:
+        """SIGTERM, then SIGKILL after ``grace_s``; returns the ids that had to be killed."""
+        for node in nodes:
+            if node.pid is not None and pid_alive(node.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(node.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        killed: list[int] = []
+        for node in nodes:
+            if node.pid is None:
+                continue
+            while pid_alive(node.pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if pid_alive(node.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(node.pid, signal.SIGKILL)
+                killed.append(node.node_id)
+                while pid_alive(node.pid):
+                    time.sleep(0.01)
+            node.pid = None
+        self.save()
+        return killed
+
+
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` runs (reaping it if it is our exited child)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie that is not our child still answers kill(0); check /proc when we can.
+    stat = Path(f"/proc/{pid}/stat")
+    with contextlib.suppress(OSError):
+        if stat.read_text().split(") ", 1)[1].startswith("Z"):
+            return False
+    return True
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports the OS hands out now (bound together, so they are distinct)."""
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind((HOST, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def plan_cluster(root: Path, cluster_id: str, controllers: int, brokers: int, *,
+                 software_version: str | None = None, combined: bool = False,
+                 extra: Mapping[str, str] | None = None) -> LocalCluster:
+    """Assign ids, roles and free ports (nothing is written)."""
+    if controllers < 1:
+        raise NodeError("A cluster needs at least one controller")
+    ports = free_ports(controllers + brokers)
+    nodes = [LocalNode(i + 1, "broker,controller" if combined else "controller", ports[i], software_version,
+                       extra=dict(extra or {})) for i in range(controllers)]
+    nodes += [LocalNode(controllers + i + 1, "broker", ports[controllers + i], software_version,
+                        extra=dict(extra or {})) for i in range(brokers)]
+    return LocalCluster(root, cluster_id, nodes)
+
+
+def format_cluster(cluster: LocalCluster, release_version: str | None) -> None:
+    """Format every node's directory as ``kraftwerk storage format`` does (static quorum)."""
+    from kraftwerk.storage.format import format_node
+
+    for node in cluster.nodes:
+        cluster.write_config(node)
+        data = node.data_dir(cluster.root)
+        format_node(cluster_id=cluster.cluster_id, node_id=node.node_id, log_dirs=[data],
+                    metadata_log_dir=data, release_version=release_version,
+                    controller_listener_name=CONTROLLER_LISTENER)

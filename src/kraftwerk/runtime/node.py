@@ -1,0 +1,396 @@
+"""One KRaft node process: raft over TCP, the controller core, listeners, readiness, shutdown.
+
+The node checks that its directories are formatted (``meta.properties``), locks them, opens
+``__cluster_metadata-0`` through the raft log files, and runs:
+
+- a :class:`RaftHost` (voter when ``node.id`` is in ``controller.quorum.voters``, else observer);
+- on a controller, the sans-I/O :class:`~kraftwerk.controller.quorum.QuorumController`: every
+  committed batch is replayed into it; its replies that need records
+  (:class:`~kraftwerk.controller.effects.AppendThenRespond`) are appended through raft and
+  answered once committed (NOT_CONTROLLER if leadership is lost first); it is told about leader
+  changes once the new leader's LeaderChange record has committed, so it activates on an image
+  that holds everything committed before;
+- the active controller also appends a NoOpRecord every ``metadata.max.idle.interval.ms``
+  (KIP-835, as Kafka's controller does from metadata.version 3.3-IV0) so that followers and
+  brokers can tell a live leader from a stale one and the log keeps moving;
+- one :class:`KafkaServer` per listener.
+
+Readiness: once the listeners are bound, a leader is known and (on a controller) the image holds
+a metadata.version, the node logs ``Kafka Server started`` and writes ``kraftwerk.ready``
+(its pid, listeners and roles) into the metadata log dir; shutting down removes it.
+
+A fatal fault (an unsupported FeatureLevelRecord, KIP-778 fail-stop) logs one line and makes the
+process exit with code 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import random
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kraftwerk.controller.common import declared_api_ranges
+from kraftwerk.controller.effects import (
+    AppendThenRespond,
+    MetadataVersionChanged,
+    Respond,
+    WriteSnapshot,
+)
+from kraftwerk.controller.errors import FatalFaultError
+from kraftwerk.controller.features import noop_record
+from kraftwerk.controller.quorum import (
+    CONTROLLER_API_KEYS,
+    RAFT_API_KEYS,
+    QuorumController,
+    not_controller_body,
+)
+from kraftwerk.errors import KraftwerkError
+from kraftwerk.image.model import Endpoint as ImageEndpoint
+from kraftwerk.protocol import codec
+from kraftwerk.protocol.frame import encode_metadata_record
+from kraftwerk.raft import (
+    Committed,
+    CommittedBatch,
+    NotLeaderError,
+    RaftConfig,
+    RaftNode,
+    SnapshotLoad,
+)
+from kraftwerk.runtime.config import ServerConfig
+from kraftwerk.runtime.errors import NodeError
+from kraftwerk.runtime.raft_host import RaftHost, wall_clock_ms
+from kraftwerk.runtime.server import KafkaServer, Request
+from kraftwerk.storage.lock import LogDirLock
+from kraftwerk.storage.metadata_log import read_bootstrap
+from kraftwerk.storage.properties import read_meta_properties
+
+log = logging.getLogger("kraftwerk.node")
+
+READY_FILE = "kraftwerk.ready"
+METADATA_DIR_NAME = "__cluster_metadata-0"
+BOOTSTRAP_FILE = "bootstrap.checkpoint"
+APPEND_COMMIT_TIMEOUT_S = 10.0
+
+
+def check_formatted(config: ServerConfig) -> str:
+    """The cluster id every directory agrees on; Kafka's texts when a directory is not formatted
+    or belongs to another node or cluster."""
+    cluster_ids: dict[str, str] = {}
+    for directory in sorted({*config.log_dirs, config.metadata_log_dir}):
+        path = Path(directory) / "meta.properties"
+        if not path.exists():
+            raise NodeError(f"No `meta.properties` found in {directory} (have you run `kafka-storage.sh` to "
+                            "format the directory?)")
+        try:
+            meta = read_meta_properties(path)
+        except (KraftwerkError, ValueError) as exc:
+            raise NodeError(f"Unable to read {path}: {exc}") from None
+        if meta.node_id != config.node_id:
+            raise NodeError(
+                f"Stored node id {meta.node_id} doesn't match previous node id {config.node_id} in {path}. "
+                "If you moved your data, make sure your configured node id matches. If you intend to create "
+                "a new node, you should remove all data in your data directories.")
+        cluster_ids[directory] = meta.cluster_id or ""
+    distinct = set(cluster_ids.values())
+    if len(distinct) != 1:
+        raise NodeError(f"Invalid cluster.id in meta.properties: found {sorted(distinct)} across "
+                        f"{sorted(cluster_ids)}")
+    return distinct.pop()
+
+
+def open_raft_log(metadata_log_dir: Path) -> tuple[Any, Any]:
+    """The file-backed raft log and quorum-state store (RAFT's ``runtime.raft_log_files``)."""
+    import importlib
+
+    try:
+        module: Any = importlib.import_module("kraftwerk.runtime.raft_log_files")
+    except ModuleNotFoundError as exc:
+        if exc.name != "kraftwerk.runtime.raft_log_files":
+            raise
+        module = importlib.import_module("kraftwerk.runtime.interim_raft_log")
+    opened: tuple[Any, Any] = module.open_metadata_log(metadata_log_dir / METADATA_DIR_NAME)
+    return opened
+
+
+class Node:
+    """One node process (controller, broker or both)."""
+
+    def __init__(self, config: ServerConfig, *, seed: int | None = None) -> None:
+        self.config = config
+        self.seed = seed if seed is not None else random.SystemRandom().getrandbits(32)
+        self.cluster_id = ""
+        self.metadata_dir = Path(config.metadata_log_dir)
+        self.exit_code = 0
+        self.stopped = asyncio.Event()
+        self.raft: RaftHost | None = None
+        self.controller: QuorumController | None = None
+        self.servers: list[KafkaServer] = []
+        self._locks: list[LogDirLock] = []
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._seen_leader: tuple[int | None, int] = (None, -1)
+        self._activation_pending = False
+        self._ready = False
+        self._controller_apis = declared_api_ranges(CONTROLLER_API_KEYS + RAFT_API_KEYS)
+        self._idle_interval_ms = int(config.raw.get("metadata.max.idle.interval.ms", "500") or 500)
+        self._last_write_ms = 0
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        config = self.config
+        self.cluster_id = check_formatted(config)
+        self._remove_ready_file()
+        for directory in sorted({*config.log_dirs, config.metadata_log_dir}):
+            lock = LogDirLock(Path(directory))
+            try:
+                lock.acquire()
+            except KraftwerkError as exc:
+                raise NodeError(str(exc)) from None
+            self._locks.append(lock)
+        raft_log, state_store = open_raft_log(self.metadata_dir)
+        raft_config = RaftConfig(
+            node_id=config.node_id, voters=config.voter_ids, cluster_id=self.cluster_id,
+            election_timeout_ms=config.election_timeout_ms, fetch_timeout_ms=config.fetch_timeout_ms,
+            election_backoff_max_ms=config.election_backoff_max_ms,
+            request_timeout_ms=config.quorum_request_timeout_ms, retry_backoff_ms=config.retry_backoff_ms,
+        )
+        raft_node = RaftNode(raft_config, raft_log, state_store, now_ms=wall_clock_ms(), seed=self.seed)
+        if config.is_controller:
+            self.controller = self._make_controller()
+        peers = {v.node_id: (v.host, v.port) for v in config.quorum_voters}
+        self.raft = RaftHost(raft_node, peers, on_committed=self._on_committed,
+                             client_id=f"raft-client-{config.node_id}",
+                             request_timeout_ms=config.quorum_request_timeout_ms,
+                             rng=random.Random(self.seed))
+        self.raft.add_state_listener(self._on_raft_state)
+        for endpoint in config.listeners:
+            server = KafkaServer(_ListenerHandler(self, endpoint.listener), endpoint.host or "0.0.0.0",
+                                 endpoint.port, listener=endpoint.listener,
+                                 max_frame_bytes=config.socket_request_max_bytes)
+            await server.start()
+            self.servers.append(server)
+            log.info("Awaiting socket connections on %s:%d (listener %s).", endpoint.host or "0.0.0.0",
+                     server.port, endpoint.listener)
+        self.raft.start()
+        self._spawn(self._controller_loop(), "controller-loop")
+
+    def _make_controller(self) -> QuorumController:
+        bootstrap_path = self.metadata_dir / BOOTSTRAP_FILE
+        records: list[Any] = []
+        if bootstrap_path.exists():
+            records = list(read_bootstrap(bootstrap_path).records)
+        listeners = [ImageEndpoint(e.listener, e.connect_host(), e.port, 0)
+                     for e in self.config.controller_listeners]
+        return QuorumController(
+            self.config.node_id, self.cluster_id, self.config.software, self.config.voter_ids, records,
+            bootstrap_source=f"the binary bootstrap metadata file: {bootstrap_path}",
+            session_timeout_ms=self.config.broker_session_timeout_ms, listeners=listeners,
+            api_versions=self._controller_apis,
+        )
+
+    async def stop(self) -> None:
+        log.info("[KafkaRaftServer nodeId=%d] shutting down", self.config.node_id)
+        for task in list(self._tasks):
+            task.cancel()
+        for server in self.servers:
+            await server.close()
+        if self.raft is not None:
+            await self.raft.close()
+            raft_log: Any = self.raft.node.log
+            closer = getattr(raft_log, "close", None) or raft_log.flush
+            try:
+                closer()
+            except Exception:
+                log.exception("closing the metadata log failed")
+        self._remove_ready_file()
+        for lock in self._locks:
+            lock.release()
+        log.info("[KafkaRaftServer nodeId=%d] shut down completed", self.config.node_id)
+
+    def fail(self, message: str) -> None:
+        """A fatal fault: one log line, then stop with exit code 1."""
+        log.error("Encountered fatal fault: %s", message)
+        self.exit_code = 1
+        self.stopped.set()
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            log.error("task %s failed", task.get_name(), exc_info=exc)
+            self.fail(f"{task.get_name()}: {exc}")
+
+    # --- readiness --------------------------------------------------------------------------
+
+    def _ready_path(self) -> Path:
+        return self.metadata_dir / READY_FILE
+
+    def _remove_ready_file(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._ready_path().unlink()
+
+    def _check_ready(self) -> None:
+        if self._ready or self.raft is None or self.raft.node.leader_id is None:
+            return
+        if self.controller is not None and self.controller.image.metadata_version is None:
+            return
+        self._ready = True
+        info = {"pid": os.getpid(), "nodeId": self.config.node_id, "roles": self.config.roles_text,
+                "clusterId": self.cluster_id, "softwareVersion": self.config.software.release,
+                "listeners": {s.listener: s.port for s in self.servers}}
+        tmp = self._ready_path().with_suffix(".tmp")
+        tmp.write_text(json.dumps(info) + "\n")
+        tmp.replace(self._ready_path())
+        log.info("[KafkaRaftServer nodeId=%d] Kafka Server started", self.config.node_id)
+
+    # --- raft → cores -----------------------------------------------------------------------
+
+    def _on_committed(self, batches: list[Committed]) -> None:
+        controller = self.controller
+        for item in batches:
+            try:
+                if isinstance(item, SnapshotLoad):
+                    if controller is not None:
+                        controller.load_snapshot(list(item.records), end_offset=item.end_offset,
+                                                 epoch=item.epoch)
+                    continue
+                assert isinstance(item, CommittedBatch)
+                if controller is not None:
+                    effects = controller.replay(
+                        item.base_offset, [] if item.is_control else list(item.records), epoch=item.epoch,
+                        append_time_ms=item.append_time_ms, last_offset=item.last_offset)
+                    for effect in effects:
+                        self._handle_core_effect(effect)
+            except FatalFaultError as exc:
+                self.fail(str(exc))
+                return
+        self._check_ready()
+
+    def _handle_core_effect(self, effect: Any) -> None:
+        if isinstance(effect, MetadataVersionChanged):
+            log.info("metadata.version changed at offset %d: %s -> %s%s", effect.offset, effect.previous,
+                     effect.current, f" (lost: {'; '.join(effect.losses)})" if effect.losses else "")
+        elif isinstance(effect, WriteSnapshot):
+            # The snapshot can only be stored once raft has handed out the batch it ends at.
+            asyncio.get_running_loop().call_soon(self._write_snapshot, effect)
+
+    def _write_snapshot(self, effect: WriteSnapshot) -> None:
+        if self.raft is None:
+            return
+        try:
+            result = effect.render()
+            snapshot_id = self.raft.create_snapshot(effect.end_offset, result.encoded())
+        except KraftwerkError as exc:
+            log.warning("snapshot at %d (%s) not written: %s", effect.end_offset, effect.reason, exc)
+            return
+        log.info("Wrote snapshot %s (%s)%s", snapshot_id, effect.reason,
+                 f"; lost: {'; '.join(effect.losses)}" if effect.losses else "")
+
+    def _on_raft_state(self) -> None:
+        raft = self.raft
+        if raft is None:
+            return
+        node = raft.node
+        leader = (node.leader_id, node.epoch)
+        if leader != self._seen_leader:
+            self._seen_leader = leader
+            self._activation_pending = node.is_leader
+            if self.controller is not None and not node.is_leader:
+                self.controller.on_leader_change(node.leader_id, node.epoch, wall_clock_ms(), False)
+        if self._activation_pending and self.controller is not None:
+            hw = node.high_watermark
+            if hw is not None and node.is_leader and hw > node.epoch_start_offset:
+                self._activation_pending = False
+                asyncio.get_running_loop().call_soon(self._activate, node.epoch)
+        self._check_ready()
+
+    def _activate(self, epoch: int) -> None:
+        raft, controller = self.raft, self.controller
+        if raft is None or controller is None or raft.node.epoch != epoch or not raft.node.is_leader:
+            return
+        empty = controller.image.metadata_version is None
+        activation = controller.on_leader_change(raft.node.node_id, epoch, wall_clock_ms(), empty)
+        if activation is not None and activation.records:
+            self._spawn(self._append(activation), "activation")
+
+    async def _append(self, reply: AppendThenRespond) -> bool:
+        raft = self.raft
+        if raft is None or not raft.node.is_leader:
+            return False
+        try:
+            offset = raft.append(reply.encoded_records())
+        except NotLeaderError:
+            return False
+        self._last_write_ms = wall_clock_ms()
+        return await raft.wait_committed(offset, APPEND_COMMIT_TIMEOUT_S)
+
+    async def _controller_loop(self) -> None:
+        """Controller timers: session fencing and self-registration (the core's ``tick``), and the
+        KIP-835 NoOpRecord on an idle log."""
+        while True:
+            await asyncio.sleep(0.1)
+            controller, raft = self.controller, self.raft
+            if controller is None or raft is None or not controller.is_active or not raft.node.is_leader:
+                continue
+            now = wall_clock_ms()
+            records = controller.tick(now)
+            mv = controller.image.metadata_version
+            idle = self._idle_interval_ms > 0 and now - self._last_write_ms >= self._idle_interval_ms
+            if not records and idle and mv is not None and mv.is_noop_record_supported():
+                records = [noop_record()]
+            if records:
+                try:
+                    raft.append([encode_metadata_record(r.spec, r.version, r.value) for r in records])
+                    self._last_write_ms = now
+                except NotLeaderError:
+                    pass
+
+    # --- requests ---------------------------------------------------------------------------
+
+    def supported_apis(self, listener: str) -> Mapping[int, tuple[int, int]]:
+        if listener in self.config.controller_listener_names:
+            return self._controller_apis
+        return {}
+
+    async def handle(self, listener: str, request: Request) -> codec.Value | None:
+        raft = self.raft
+        assert raft is not None
+        if request.api_key in RAFT_API_KEYS:
+            return await raft.handle(request)
+        controller = self.controller
+        if controller is None:
+            raise NodeError(f"api key {request.api_key} is not served on listener {listener}")
+        reply = controller.handle_request(request.api_key, request.api_version, request.body, wall_clock_ms())
+        if isinstance(reply, Respond):
+            return reply.body
+        if await self._append(reply):
+            return reply.response_body
+        return reply.not_controller_body or not_controller_body(request.api_key, request.api_version,
+                                                                request.body)
+
+
+class _ListenerHandler:
+    """The network layer's view of a node on one listener."""
+
+    def __init__(self, node: Node, listener: str) -> None:
+        self.node = node
+        self.listener = listener
+
+    def supported_apis(self, listener: str) -> Mapping[int, tuple[int, int]]:
+        return self.node.supported_apis(self.listener)
+
+    async def handle(self, request: Request) -> codec.Value | None:
+        return await self.node.handle(self.listener, request)
