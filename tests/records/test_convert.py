@@ -13,6 +13,8 @@ from kraftwerk.records import (
     downconvert,
     iter_batches,
     upconvert,
+    upconvert_batch,
+    upconvert_into,
 )
 
 ROWS = [(7, 100, b"a", b"1", ()), (8, 200, None, b"2", ()), (9, 150, b"c", None, ())]
@@ -78,12 +80,16 @@ def test_downconvert_rules() -> None:
 
 
 def test_single_message_fast_path_equals_builder_path() -> None:
-    from kraftwerk.records.convert import _upconvert_general, _upconvert_single
+    from kraftwerk.records.convert import _upconvert_general
 
     for magic in (0, 1):
         for ts_type in (TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME):
             rows = [(7, 100, b"a", b"1", ()), (8, -1, None, None, ()),
                     (9, 2**41, b"k" * 9000, b"v" * 70000, ())]
             data = build_records(rows, magic=magic, timestamp_type=ts_type, log_append_time=4242)
-            for batch in iter_batches(data):
-                assert _upconvert_single(batch) == _upconvert_general(batch)
+            slow = [_upconvert_general(batch) for batch in iter_batches(data)]
+            assert [upconvert_batch(batch) for batch in iter_batches(data)] == slow
+            assert upconvert(data) == b"".join(slow)
+            out = bytearray(b"prefix")
+            assert upconvert_into(out, data + data[:20]) == 3  # the partial tail is skipped
+            assert out == b"prefix" + b"".join(slow)

@@ -16,6 +16,7 @@ from kraftwerk.records.batch import (
     increment_sequence,
     iter_batches,
     iter_records,
+    iter_spans,
     parse_control_key,
     scan_batches,
 )
@@ -27,6 +28,7 @@ from kraftwerk.records.convert import (
     iter_upconverted,
     upconvert,
     upconvert_batch,
+    upconvert_into,
 )
 from kraftwerk.records.errors import (
     CompressionError,
@@ -100,9 +102,11 @@ __all__ = [
     "increment_sequence",
     "iter_batches",
     "iter_records",
+    "iter_spans",
     "iter_upconverted",
     "parse_control_key",
     "scan_batches",
     "upconvert",
     "upconvert_batch",
+    "upconvert_into",
 ]

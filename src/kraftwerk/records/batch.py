@@ -59,6 +59,8 @@ Buffer = bytes | bytearray | memoryview
 V2_HEADER = struct.Struct(">qiibIhiqqqhii")
 # offset, size, crc, magic, attributes
 LEGACY_HEADER = struct.Struct(">qiIbb")
+# offset, size, crc, magic, attributes, timestamp
+LEGACY_V1_HEADER = struct.Struct(">qiIbbq")
 LEGACY_TIMESTAMP = struct.Struct(">q")
 _LOG_HEADER = struct.Struct(">qi")
 _I32 = struct.Struct(">i")
@@ -73,6 +75,26 @@ _NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
 _CODECS = tuple(CompressionType)
 
 Header = tuple[str, bytes | None]
+
+# Zig-zag values of every one- and two-byte varint, indexed by ``b0`` (< 0x80) or ``b0 + (b1 << 7)``
+# (``b0`` >= 0x80, ``b1`` < 0x80; the ranges do not overlap): the decoder's hot path is one table
+# lookup per field instead of a function call (most lengths and deltas in real batches take two bytes).
+def _zig_zag_table() -> tuple[int, ...]:
+    table = [0] * (0x80 + (0x80 << 7))
+    for b0 in range(0x80):
+        table[b0] = (b0 >> 1) ^ -(b0 & 1)
+    for b1 in range(0x80):
+        for b0 in range(0x80, 0x100):
+            u = (b0 & 0x7F) | (b1 << 7)
+            table[b0 + (b1 << 7)] = (u >> 1) ^ -(u & 1)
+    return tuple(table)
+
+
+_ZZ = _zig_zag_table()
+
+#: (offset, crc, attributes, timestamp, key length position, key length, value length position,
+#: value length) of a shallow v0/v1 message, from :func:`legacy_layout`
+LegacyLayout = tuple[int, int, int, int, int, int, int, int]
 
 
 class Record(NamedTuple):
@@ -317,26 +339,17 @@ class RecordBatch:
         return _decode_v2(buf, count, self._base_offset or 0, self.base_timestamp, lat, self.position)
 
     def _legacy_value_span(self) -> tuple[int, int]:
-        """(start, end) of the shallow message value in the buffer; validated at framing time."""
-        p = self.position
-        key_at = p + LOG_OVERHEAD + (RECORD_OVERHEAD_V1 if self.magic == MAGIC_V1 else RECORD_OVERHEAD_V0) - 8
-        (key_len,) = _I32.unpack_from(self._buf, key_at)
-        value_at = key_at + 4 + max(key_len, 0)
-        (value_len,) = _I32.unpack_from(self._buf, value_at)
-        start = value_at + 4
-        return start, start + max(value_len, 0)
+        """(start, end) of the shallow message value in the buffer."""
+        *_, value_at, value_len = legacy_layout(self._buf, self.position, self.size, self.magic)
+        return value_at + 4, value_at + 4 + max(value_len, 0)
 
     def legacy_key_value(self) -> tuple[bytes | None, bytes | None]:
         """Key and value of a shallow v0/v1 message straight from the buffer (no CRC, no objects)."""
         if self.magic >= MAGIC_V2:
             raise RecordsError("legacy_key_value() is only defined for magic v0/v1 batches")
-        p = self.position
         buf = self._buf
-        key_at = p + LOG_OVERHEAD + (RECORD_OVERHEAD_V1 if self.magic == MAGIC_V1 else RECORD_OVERHEAD_V0) - 8
-        (key_len,) = _I32.unpack_from(buf, key_at)
+        *_, key_at, key_len, value_at, value_len = legacy_layout(buf, self.position, self.size, self.magic)
         key = None if key_len < 0 else bytes(buf[key_at + 4:key_at + 4 + key_len])
-        value_at = key_at + 4 + max(key_len, 0)
-        (value_len,) = _I32.unpack_from(buf, value_at)
         value = None if value_len < 0 else bytes(buf[value_at + 4:value_at + 4 + value_len])
         return key, value
 
@@ -420,15 +433,13 @@ def _parse_legacy(buf: memoryview, pos: int, end: int, wrapper_ts: int | None,
                   wrapper_type: TimestampType | None, where: int | None = None) -> LegacyMessage:
     """Parse one v0/v1 log entry (offset, size, message) occupying ``buf[pos:end]``."""
     at = pos if where is None else where
-    offset, _, crc, magic, attributes = LEGACY_HEADER.unpack_from(buf, pos)
+    magic = buf[pos + _MAGIC_POS]
     if magic not in (MAGIC_V0, MAGIC_V1):
-        raise InvalidRecordError(f"Invalid magic found in legacy record: {magic}", at)
-    q = pos + LOG_OVERHEAD + 6
+        signed = magic if magic < 128 else magic - 256
+        raise InvalidRecordError(f"Invalid magic found in legacy record: {signed}", at)
+    offset, crc, attributes, own_ts, key_at, key_len, value_at, value_len = legacy_layout(
+        buf, pos, end - pos, magic, at)
     if magic == MAGIC_V1:
-        if end - pos < LOG_OVERHEAD + RECORD_OVERHEAD_V1:
-            raise CorruptRecordError("Record size is less than the minimum v1 record overhead", at)
-        (own_ts,) = LEGACY_TIMESTAMP.unpack_from(buf, q)
-        q += 8
         if wrapper_type is TimestampType.LOG_APPEND_TIME and wrapper_ts is not None:
             timestamp = wrapper_ts
         else:
@@ -440,17 +451,8 @@ def _parse_legacy(buf: memoryview, pos: int, end: int, wrapper_ts: int | None,
     else:
         timestamp = NO_TIMESTAMP
         ts_type = TimestampType.NO_TIMESTAMP_TYPE
-    (key_len,) = _I32.unpack_from(buf, q)
-    q += 4
-    if key_len < -1 or key_len > end - q - 4:
-        raise CorruptRecordError(f"Invalid key size {key_len} in legacy record", at)
-    key = None if key_len < 0 else bytes(buf[q:q + key_len])
-    q += max(key_len, 0)
-    (value_len,) = _I32.unpack_from(buf, q)
-    q += 4
-    if value_len < -1 or value_len > end - q:
-        raise CorruptRecordError(f"Invalid value size {value_len} in legacy record", at)
-    value = None if value_len < 0 else bytes(buf[q:q + value_len])
+    key = None if key_len < 0 else bytes(buf[key_at + 4:key_at + 4 + key_len])
+    value = None if value_len < 0 else bytes(buf[value_at + 4:value_at + 4 + value_len])
     computed = zlib.crc32(buf[pos + _LEGACY_CRC_START:end])
     return LegacyMessage(offset, offset, pos, end - pos, crc, computed, magic, attributes, timestamp, ts_type,
                          key, value)
@@ -458,40 +460,57 @@ def _parse_legacy(buf: memoryview, pos: int, end: int, wrapper_ts: int | None,
 
 def _decode_v2(buf: bytes, count: int, base_offset: int, base_ts: int, lat: int | None,
                where: int) -> Iterator[Record]:
-    """Decode ``count`` v2 records from ``buf`` (hot path: single-byte varints inlined)."""
+    """Decode ``count`` v2 records from ``buf``.
+
+    The hot path: one- and two-byte varints are a table lookup (``_ZZ``), longer ones go through
+    the general reader; every length is still checked against the record and batch bounds.
+    """
     pos = 0
     end = len(buf)
     new = tuple.__new__
     rec_cls = Record
     no_headers = _NO_HEADERS
+    zz = _ZZ
     try:
         for _ in range(count):
             b = buf[pos]
             if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
+                length = zz[b]
                 pos += 1
+            elif (c := buf[pos + 1]) < 0x80:
+                length = zz[b + (c << 7)]
+                pos += 2
             else:
                 length, pos = read_varint(buf, pos)
             rec_end = pos + length
             if length < 6 or rec_end > end:
                 raise CorruptRecordError(f"Invalid record size {length}", where)
-            pos += 1  # attributes: unused
-            b = buf[pos]
+            # the attributes byte (pos) is unused
+            b = buf[pos + 1]
             if b < 0x80:
-                ts_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
+                ts_delta = zz[b]
+                pos += 2
+            elif (c := buf[pos + 2]) < 0x80:
+                ts_delta = zz[b + (c << 7)]
+                pos += 3
             else:
-                ts_delta, pos = read_varlong(buf, pos)
+                ts_delta, pos = read_varlong(buf, pos + 1)
             b = buf[pos]
             if b < 0x80:
-                off_delta = (b >> 1) ^ -(b & 1)
+                off_delta = zz[b]
                 pos += 1
+            elif (c := buf[pos + 1]) < 0x80:
+                off_delta = zz[b + (c << 7)]
+                pos += 2
             else:
                 off_delta, pos = read_varint(buf, pos)
             b = buf[pos]
             if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
+                n = zz[b]
                 pos += 1
+            elif (c := buf[pos + 1]) < 0x80:
+                n = zz[b + (c << 7)]
+                pos += 2
             else:
                 n, pos = read_varint(buf, pos)
             if n < 0:
@@ -503,8 +522,11 @@ def _decode_v2(buf: bytes, count: int, base_offset: int, base_ts: int, lat: int 
                 pos += n
             b = buf[pos]
             if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
+                n = zz[b]
                 pos += 1
+            elif (c := buf[pos + 1]) < 0x80:
+                n = zz[b + (c << 7)]
+                pos += 2
             else:
                 n, pos = read_varint(buf, pos)
             if n < 0:
@@ -514,8 +536,7 @@ def _decode_v2(buf: bytes, count: int, base_offset: int, base_ts: int, lat: int 
                     raise CorruptRecordError(f"Invalid value size {n}", where)
                 value = buf[pos:pos + n]
                 pos += n
-            b = buf[pos]
-            if b == 0:
+            if buf[pos] == 0:
                 headers = no_headers
                 pos += 1
             else:
@@ -524,7 +545,7 @@ def _decode_v2(buf: bytes, count: int, base_offset: int, base_ts: int, lat: int 
                 raise CorruptRecordError(
                     f"Invalid record size: expected to read {length} bytes in record payload, "
                     f"but instead read {length + pos - rec_end}", where)
-            yield new(rec_cls, (base_offset + off_delta, lat if lat is not None else base_ts + ts_delta,
+            yield new(rec_cls, (base_offset + off_delta, base_ts + ts_delta if lat is None else lat,
                                 key, value, headers))
         if pos != end:
             raise CorruptRecordError("Incorrect declared batch size, records still remaining in file", where)
@@ -567,6 +588,41 @@ def _as_view(data: Buffer) -> memoryview:
     return mv
 
 
+def legacy_layout(mv: memoryview, pos: int, size: int, magic: int, where: int | None = None) -> LegacyLayout:
+    """Parse and bounds-check the shallow v0/v1 message at ``pos`` (``size`` includes the log overhead).
+
+    The one place the legacy framing rules live: minimum size, codec id, key and value lengths
+    inside the message. Returns ``LegacyLayout``; the length positions are where each int32
+    length is stored (the bytes follow it). v0 messages report timestamp -1. Errors name ``where``
+    (default ``pos``): the wrapper's position for the inner messages of a compressed set.
+    """
+    at = pos if where is None else where
+    if magic == MAGIC_V1:
+        if size - LOG_OVERHEAD < RECORD_OVERHEAD_V1:
+            raise CorruptRecordError(f"Record size {size - LOG_OVERHEAD} is less than the minimum record "
+                                     f"overhead ({RECORD_OVERHEAD_V1})", at)
+        offset, _, crc, _, attrs, ts = LEGACY_V1_HEADER.unpack_from(mv, pos)
+        key_at = pos + LOG_OVERHEAD + RECORD_OVERHEAD_V1 - 8
+    else:
+        if size - LOG_OVERHEAD < RECORD_OVERHEAD_V0:
+            raise CorruptRecordError(f"Record size {size - LOG_OVERHEAD} is less than the minimum record "
+                                     f"overhead ({RECORD_OVERHEAD_V0})", at)
+        offset, _, crc, _, attrs = LEGACY_HEADER.unpack_from(mv, pos)
+        ts = NO_TIMESTAMP
+        key_at = pos + LOG_OVERHEAD + RECORD_OVERHEAD_V0 - 8
+    if attrs & 0x07 > 3:
+        raise CorruptRecordError(f"Invalid compression type id {attrs & 0x07} for magic {magic}", at)
+    end = pos + size
+    (key_len,) = _I32.unpack_from(mv, key_at)
+    if key_len < -1 or key_len > end - key_at - 8:
+        raise CorruptRecordError(f"Invalid key size {key_len} in legacy record", at)
+    value_at = key_at + 4 + (key_len if key_len > 0 else 0)
+    (value_len,) = _I32.unpack_from(mv, value_at)
+    if value_len < -1 or value_len > end - value_at - 4:
+        raise CorruptRecordError(f"Invalid value size {value_len} in legacy record", at)
+    return offset, crc, attrs, ts, key_at, key_len, value_at, value_len
+
+
 def _new_batch(mv: memoryview, pos: int, size: int, magic: int, max_decompressed: int) -> RecordBatch:
     """Build the view of the batch at ``pos`` (``size`` includes the log overhead)."""
     b = RecordBatch.__new__(RecordBatch)
@@ -605,33 +661,15 @@ def _new_batch(mv: memoryview, pos: int, size: int, magic: int, max_decompressed
         b.partition_leader_epoch = ple
         b._count = count
         return b
-    overhead = RECORD_OVERHEAD_V1 if magic == MAGIC_V1 else RECORD_OVERHEAD_V0
-    if size - LOG_OVERHEAD < overhead:
-        raise CorruptRecordError(
-            f"Record size {size - LOG_OVERHEAD} is less than the minimum record overhead ({overhead})", pos)
-    offset, _, crc, _, attrs = LEGACY_HEADER.unpack_from(mv, pos)
+    offset, crc, attrs, ts, _, _, _, _ = legacy_layout(mv, pos, size, magic)
     codec = attrs & 0x07
-    if codec > 3:
-        raise CorruptRecordError(f"Invalid compression type id {codec} for magic {magic}", pos)
-    # the key and value lengths must stay inside the message (checked once, here)
-    key_at = pos + LOG_OVERHEAD + overhead - 8
-    end = pos + size
-    (key_len,) = _I32.unpack_from(mv, key_at)
-    if key_len < -1 or key_len > end - key_at - 8:
-        raise CorruptRecordError(f"Invalid key size {key_len} in legacy record", pos)
-    value_at = key_at + 4 + max(key_len, 0)
-    (value_len,) = _I32.unpack_from(mv, value_at)
-    if value_len < -1 or value_len > end - value_at - 4:
-        raise CorruptRecordError(f"Invalid value size {value_len} in legacy record", pos)
     b.last_offset = offset
     b.crc = crc
     b.attributes = attrs
     b.compression = _CODECS[codec]
     if magic == MAGIC_V1:
-        (ts,) = LEGACY_TIMESTAMP.unpack_from(mv, pos + LOG_OVERHEAD + 6)
         b.timestamp_type = TimestampType.LOG_APPEND_TIME if attrs & 0x08 else TimestampType.CREATE_TIME
     else:
-        ts = NO_TIMESTAMP
         b.timestamp_type = TimestampType.NO_TIMESTAMP_TYPE
     b.base_timestamp = ts
     b.max_timestamp = ts
@@ -740,8 +778,9 @@ class _Truncated(Exception):
         self.position = position
 
 
-def _frame(mv: memoryview, pos: int, end: int, max_decompressed: int) -> Iterator[RecordBatch]:
-    """Yield batch views; raise ``_Truncated`` at a partial tail, ``CorruptRecordError`` at bad framing."""
+def _spans(mv: memoryview, pos: int, end: int) -> Iterator[tuple[int, int, int]]:
+    """(position, size, magic) of each batch; ``_Truncated`` at a partial tail, ``CorruptRecordError``
+    at bad framing (size below the minimum, unknown magic)."""
     unpack = _LOG_HEADER.unpack_from
     while pos < end:
         remaining = end - pos
@@ -760,8 +799,29 @@ def _frame(mv: memoryview, pos: int, end: int, max_decompressed: int) -> Iterato
         total = size + LOG_OVERHEAD
         if total > remaining:
             raise _Truncated(f"batch of {total} bytes but only {remaining} bytes left", pos)
-        yield _new_batch(mv, pos, total, magic, max_decompressed)
+        yield pos, total, magic
         pos += total
+
+
+def _frame(mv: memoryview, pos: int, end: int, max_decompressed: int) -> Iterator[RecordBatch]:
+    """Yield batch views; raise ``_Truncated`` at a partial tail, ``CorruptRecordError`` at bad framing."""
+    for p, total, magic in _spans(mv, pos, end):
+        yield _new_batch(mv, p, total, magic, max_decompressed)
+
+
+def iter_spans(data: Buffer, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int, int]]:
+    """``(position, size, magic)`` of every batch of ``data[start:end]`` without building batch views.
+
+    The same framing checks as :func:`iter_batches` (bad framing raises ``CorruptRecordError``, a
+    partial batch at the end is skipped): for callers that walk millions of small batches and
+    need only where they are (copying, up-conversion, index building).
+    """
+    mv = _as_view(data)
+    stop = len(mv) if end is None else min(end, len(mv))
+    try:
+        yield from _spans(mv, start, stop)
+    except _Truncated:
+        log.debug("ignoring a partial batch at the end of the buffer")
 
 
 def iter_batches(data: Buffer, start: int = 0, end: int | None = None, *, validate: bool = False,

@@ -56,8 +56,12 @@ _SMALL = 8192
 _VARINTS: tuple[bytes, ...] = tuple(varint(n) for n in range(-_SMALL, _SMALL))
 
 
-def _vi(n: int) -> bytes:
+def small_varint(n: int) -> bytes:
+    """The zig-zag varint of ``n`` (precomputed for the lengths and deltas most records use)."""
     return _VARINTS[n + _SMALL] if -_SMALL <= n < _SMALL else varint(n)
+
+
+_vi = small_varint
 
 
 def encode_v2_record(offset_delta: int, timestamp_delta: int, key: Bytes | None, value: Bytes | None,

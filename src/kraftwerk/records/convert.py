@@ -11,10 +11,22 @@ expressed before v2, batches already at or below the target pass through unchang
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 
-from kraftwerk.records.batch import Buffer, RecordBatch, iter_batches
-from kraftwerk.records.builder import RecordsBuilder, encode_v2_record, write_v2_header
+from crc32c import crc32c
+
+from kraftwerk.records.batch import (
+    Buffer,
+    LegacyLayout,
+    RecordBatch,
+    _as_view,
+    _new_batch,
+    iter_batches,
+    iter_spans,
+    legacy_layout,
+)
+from kraftwerk.records.builder import RecordsBuilder, small_varint
 from kraftwerk.records.errors import ConversionError
 from kraftwerk.records.types import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
@@ -25,10 +37,15 @@ from kraftwerk.records.types import (
     NO_PRODUCER_ID,
     NO_SEQUENCE,
     NO_TIMESTAMP,
-    RECORD_BATCH_OVERHEAD,
     CompressionType,
     TimestampType,
 )
+
+# the v2 header in two parts: what precedes the CRC, and what the CRC covers (attributes .. count)
+_V2_HEAD = struct.Struct(">qiibI")
+_V2_TAIL = struct.Struct(">hiqqqhii")
+_RECORD_FIXED = b"\x00\x00\x00"  # attributes, timestamp delta 0, offset delta 0
+_NO_HEADERS = b"\x00"
 
 
 def upconvert_batch(batch: RecordBatch) -> bytes:
@@ -36,24 +53,36 @@ def upconvert_batch(batch: RecordBatch) -> bytes:
     if batch.magic >= MAGIC_V2:
         return bytes(batch.raw)
     if batch.compression is CompressionType.NONE:
-        return _upconvert_single(batch)
+        out = bytearray()
+        raw = batch.raw
+        _append_single(out, raw, legacy_layout(raw, 0, batch.size, batch.magic, batch.position), batch.magic)
+        return bytes(out)
     return _upconvert_general(batch)
 
 
-def _upconvert_single(batch: RecordBatch) -> bytes:
-    """Fast path for one uncompressed message: the bytes RecordsBuilder would write, built directly.
+def _append_single(out: bytearray, mv: memoryview, layout: LegacyLayout, magic: int) -> None:
+    """Append the v2 form of one uncompressed v0/v1 message, built directly (the hot path).
 
-    One record with deltas 0; base and max timestamp are the message timestamp (which is also the
-    log-append time of a LOG_APPEND_TIME message); v0 gives CreateTime and -1.
+    The bytes RecordsBuilder would write: one record with deltas 0 and no headers; base and max
+    timestamp are the message timestamp (also the log-append time of a LOG_APPEND_TIME message);
+    v0 gives CreateTime and -1. Key and value are copied once, straight from ``mv``.
     """
-    key, value = batch.legacy_key_value()
-    ts = batch.max_timestamp
-    lat = batch.timestamp_type is TimestampType.LOG_APPEND_TIME
-    out = bytearray(RECORD_BATCH_OVERHEAD)
-    out += encode_v2_record(0, 0, key, value)
-    write_v2_header(out, batch.last_offset, NO_PARTITION_LEADER_EPOCH, 0x08 if lat else 0, 0, ts, ts,
-                    NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE, 1)
-    return bytes(out)
+    offset, _, attrs, ts, key_at, key_len, value_at, value_len = layout
+    key_size = small_varint(key_len)
+    value_size = small_varint(value_len)
+    key_len = key_len if key_len > 0 else 0
+    value_len = value_len if value_len > 0 else 0
+    body = 4 + len(key_size) + key_len + len(value_size) + value_len
+    covered = b"".join((
+        _V2_TAIL.pack(attrs & 0x08 if magic == MAGIC_V1 else 0, 0, ts, ts, NO_PRODUCER_ID, NO_PRODUCER_EPOCH,
+                      NO_SEQUENCE, 1),
+        small_varint(body), _RECORD_FIXED,
+        key_size, mv[key_at + 4:key_at + 4 + key_len],
+        value_size, mv[value_at + 4:value_at + 4 + value_len],
+        _NO_HEADERS,
+    ))
+    out += _V2_HEAD.pack(offset, len(covered) + 9, NO_PARTITION_LEADER_EPOCH, MAGIC_V2, crc32c(covered))
+    out += covered
 
 
 def _upconvert_general(batch: RecordBatch) -> bytes:
@@ -82,7 +111,32 @@ def iter_upconverted(data: Buffer, start: int = 0, end: int | None = None, *,
 def upconvert(data: Buffer, start: int = 0, end: int | None = None, *,
               max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
     """A whole buffer of batches rewritten as v2 (v2 batches are copied as they are)."""
-    return b"".join(iter_upconverted(data, start, end, max_decompressed_size=max_decompressed_size))
+    out = bytearray()
+    upconvert_into(out, data, start, end, max_decompressed_size=max_decompressed_size)
+    return bytes(out)
+
+
+def upconvert_into(out: bytearray, data: Buffer, start: int = 0, end: int | None = None, *,
+                   max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> int:
+    """Append the v2 form of ``data``'s batches to ``out``; returns how many batches were written.
+
+    Same output as joining :func:`iter_upconverted`, without a batch object per uncompressed
+    message (the common case of an old log: one batch per message). A partial batch at the end
+    is skipped like ``iter_batches`` does; bad framing raises ``CorruptRecordError``.
+    """
+    mv = _as_view(data)
+    written = 0
+    for pos, size, magic in iter_spans(mv, start, end):
+        if magic >= MAGIC_V2:
+            out += mv[pos:pos + size]
+        else:
+            layout = legacy_layout(mv, pos, size, magic)
+            if layout[2] & 0x07:
+                out += _upconvert_general(_new_batch(mv, pos, size, magic, max_decompressed_size))
+            else:
+                _append_single(out, mv, layout, magic)
+        written += 1
+    return written
 
 
 def downconvert_batch(batch: RecordBatch, to_magic: int, first_offset: int = 0) -> bytes:
