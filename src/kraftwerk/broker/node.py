@@ -191,6 +191,7 @@ class BrokerNode:
         self.controller_id: int | None = None
         self.kraft_version = 0
         self._t = _Timers()
+        self._stalled: FatalFaultError | None = None
         self.last_refusal: str | None = None
         """Kafka's UnsupportedVersionException text of the last refused registration, if any."""
 
@@ -232,11 +233,24 @@ class BrokerNode:
         An unsupported FeatureLevelRecord raises :class:`FatalFaultError` whose ``cleanup`` holds
         the UnregisterBroker call to send before exiting (KIP-778: the broker unregisters).
         """
+        if self._stalled is not None:
+            return []
         try:
             effects = self._replayer.replay(
                 base_offset, records, epoch=epoch, append_time_ms=append_time_ms, last_offset=last_offset
             )
         except FatalFaultError as fault:
+            if self.broker_epoch < 0 and self.state is BrokerState.STARTING:
+                # Never registered: stay fenced (the controller refuses the registration with
+                # Kafka's message) instead of dying; stop applying the log at this record.
+                self._stalled = fault
+                log.error(
+                    "[BrokerServer id=%d] Cannot apply the metadata log: %s. The broker stays fenced "
+                    "until it runs software that supports it.",
+                    self.node_id,
+                    fault,
+                )
+                return []
             self._fail(fault)
             raise
         return self._with_close(effects)
@@ -402,6 +416,14 @@ class BrokerNode:
     def explain_refusal(self) -> str | None:
         """Kafka's UnsupportedVersionException text for this broker against its own image (the
         registration response has no message field, so the broker rebuilds it)."""
+        stalled = self._stalled
+        if stalled is not None and stalled.level >= 0:
+            lo, hi = max(stalled.supported_min, 0), max(stalled.supported_max, 0)
+            return (
+                "Unable to register because the broker does not support finalized version "
+                f"{stalled.level} of {stalled.feature}. The broker wants a version between {lo} and {hi}, "
+                "inclusive."
+            )
         mv = self.image.metadata_version
         if mv is None:
             return None

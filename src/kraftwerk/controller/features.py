@@ -97,6 +97,8 @@ class FeatureControlState:
     """Every registered controller, in id order."""
     voters: tuple[int, ...] = ()
     kraft_version: int = 0
+    zk_migration_in_progress: bool = False
+    """KIP-866 (3.x): PRE_MIGRATION or MIGRATION; metadata.version is frozen meanwhile."""
 
     def current_level(self, feature: str) -> int:
         if feature == FEATURE_NAME:
@@ -292,6 +294,12 @@ def _update_metadata_version(
             f"Invalid metadata.version {level}. Valid versions are from "
             f"{MINIMUM_VERSION.feature_level} to {LATEST_TESTING.feature_level}.",
         ) from None
+    if state.zk_migration_in_progress:
+        raise ApiError(
+            Errors.INVALID_UPDATE_VERSION,
+            f"Invalid metadata.version {level}. Unable to modify "
+            "metadata.version while a ZK migration is in progress.",
+        )
     if target < current:
         changed = check_if_metadata_changed(current, target)
         prefix = f"Unsupported metadata.version downgrade from {current.feature_level} to {level}. "

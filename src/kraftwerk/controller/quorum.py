@@ -28,7 +28,14 @@ from kraftwerk.controller.common import (
 )
 from kraftwerk.controller.effects import AppendThenRespond, Body, Effect, Respond
 from kraftwerk.controller.errors import ApiError
-from kraftwerk.image.model import BrokerRegistration, Endpoint, MetadataImage
+from kraftwerk.image.model import (
+    BrokerRegistration,
+    ConfigResource,
+    ConfigResourceType,
+    Endpoint,
+    MetadataImage,
+    ZkMigrationState,
+)
 from kraftwerk.image.writer import image_losses
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.error_codes import Errors
@@ -485,6 +492,7 @@ class QuorumController:
             controllers,
             self.voters,
             self.kraft_version,
+            image.features.zk_migration_state in (ZkMigrationState.PRE_MIGRATION, ZkMigrationState.MIGRATION),
         )
 
     def _update_features(self, version: int, body: Mapping[str, Any]) -> Respond | AppendThenRespond:
@@ -505,8 +513,9 @@ class QuorumController:
         response = update_features_response(version, outcome)
         if not outcome.ok or not outcome.records:
             return Respond(response)
+        records = self._elr_config_records(outcome.records) + list(outcome.records)
         return AppendThenRespond(
-            outcome.records,
+            tuple(records),
             response,
             atomic=True,
             not_controller_body=update_features_error_body(
@@ -514,6 +523,40 @@ class QuorumController:
             ),
             kraft_version_upgrade=outcome.kraft_version_upgrade,
         )
+
+    def _elr_config_records(self, records: Sequence[MetadataRecord]) -> list[MetadataRecord]:
+        """Enabling ELR (Kafka's ``ConfigurationControlManager.updateFeatures``): create the
+        cluster-level ``min.insync.replicas`` if missing and delete broker-level overrides."""
+        enabling = any(
+            r.spec.name == "FeatureLevelRecord"
+            and r.value["name"] == "eligible.leader.replicas.version"
+            and r.value["featureLevel"] > 0
+            for r in records
+        )
+        if not enabling:
+            return []
+        out: list[MetadataRecord] = []
+        key = "min.insync.replicas"
+        cluster = ConfigResource(ConfigResourceType.BROKER, "")
+        if key not in self.image.configs.get(cluster, {}):
+            value = self.image.configs.get(cluster, {}).get(key, str(self.default_min_isr))
+            out.append(
+                rec("ConfigRecord", 0, {"resourceType": 4, "resourceName": "", "name": key, "value": value})
+            )
+        for resource in sorted(self.image.configs):
+            if (
+                resource.type == ConfigResourceType.BROKER
+                and resource.name
+                and key in self.image.configs[resource]
+            ):
+                out.append(
+                    rec(
+                        "ConfigRecord",
+                        0,
+                        {"resourceType": 4, "resourceName": resource.name, "name": key, "value": None},
+                    )
+                )
+        return out
 
     # ------------------------------------------------------------------ registration
 
