@@ -71,15 +71,28 @@ def listener(port: int, name: str = "PLAINTEXT") -> Endpoint:
     return Endpoint(name, "localhost", port, 0)
 
 
-def controller(node_id: int = 1, voters: tuple[int, ...] = (1,), release: str = "4.3",
-               **kw: Any) -> QuorumController:
-    return QuorumController(node_id, CLUSTER_ID, SoftwareVersion.for_release(release), voters,
-                            listeners=[listener(9093 + node_id, "CONTROLLER")], **kw)
+def controller(
+    node_id: int = 1, voters: tuple[int, ...] = (1,), release: str = "4.3", **kw: Any
+) -> QuorumController:
+    return QuorumController(
+        node_id,
+        CLUSTER_ID,
+        SoftwareVersion.for_release(release),
+        voters,
+        listeners=[listener(9093 + node_id, "CONTROLLER")],
+        **kw,
+    )
 
 
 def broker(node_id: int = 2, release: str = "4.3", **kw: Any) -> BrokerNode:
-    return BrokerNode(node_id, CLUSTER_ID, SoftwareVersion.for_release(release), [listener(9092 + node_id * 10)],
-                      [uuid.UUID(int=node_id * 1000 + 7)], **kw)
+    return BrokerNode(
+        node_id,
+        CLUSTER_ID,
+        SoftwareVersion.for_release(release),
+        [listener(9092 + node_id * 10)],
+        [uuid.UUID(int=node_id * 1000 + 7)],
+        **kw,
+    )
 
 
 def activate(log: Log, ctl: QuorumController, now_ms: int = 0) -> None:
@@ -88,8 +101,9 @@ def activate(log: Log, ctl: QuorumController, now_ms: int = 0) -> None:
         log.append(act.records)
 
 
-def call(log: Log, ctl: QuorumController, api_key: int, version: int, body: dict[str, Any],
-         now_ms: int = 0) -> dict[str, Any]:
+def call(
+    log: Log, ctl: QuorumController, api_key: int, version: int, body: dict[str, Any], now_ms: int = 0
+) -> dict[str, Any]:
     """Send a request to the controller; perform AppendThenRespond; return the decoded response."""
     req = roundtrip(api_key, version, body, Kind.REQUEST)
     reply = ctl.handle_request(api_key, version, req, now_ms)

@@ -29,7 +29,16 @@ from kraftwerk.protocol.registry import by_api_key
 from kraftwerk.protocol.schema import Kind
 from kraftwerk.versions import SoftwareVersion
 from kraftwerk.versions.metadata_version import MetadataVersion
-from tests.controller.harness import CLUSTER_ID, Log, activate, broker, call, controller, drive_broker, roundtrip
+from tests.controller.harness import (
+    CLUSTER_ID,
+    Log,
+    activate,
+    broker,
+    call,
+    controller,
+    drive_broker,
+    roundtrip,
+)
 
 MV = MetadataVersion
 
@@ -41,8 +50,9 @@ def bootstrap(mv: MetadataVersion, **features: int) -> list:  # type: ignore[typ
     return recs
 
 
-def started(mv: MetadataVersion = MV.IBP_4_3_IV0, voters: tuple[int, ...] = (1,), **kw: object
-            ) -> tuple[Log, object]:
+def started(
+    mv: MetadataVersion = MV.IBP_4_3_IV0, voters: tuple[int, ...] = (1,), **kw: object
+) -> tuple[Log, object]:
     log = Log()
     ctl = controller(1, voters, bootstrap_records=bootstrap(mv), **kw)  # type: ignore[arg-type]
     log.controllers.append(ctl)
@@ -65,23 +75,32 @@ def update(log: Log, ctl, version: int, *updates: tuple[str, int, int], validate
 def test_activation_empty_log_transaction(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)
     log, ctl = started(MV.IBP_4_3_IV0)
-    assert [r.spec.name for r in log.decoded()] == ["BeginTransactionRecord", "FeatureLevelRecord",
-                                                    "EndTransactionRecord"]
+    assert [r.spec.name for r in log.decoded()] == [
+        "BeginTransactionRecord",
+        "FeatureLevelRecord",
+        "EndTransactionRecord",
+    ]
     assert ctl.metadata_version is MV.IBP_4_3_IV0  # type: ignore[attr-defined]
-    assert ("Performing controller activation. The metadata log appears to be empty. Appending 1 bootstrap "
-            "record(s) in metadata transaction at metadata.version 4.3-IV0 from bootstrap source "
-            "'the default bootstrap'.") in caplog.text
+    assert (
+        "Performing controller activation. The metadata log appears to be empty. Appending 1 bootstrap "
+        "record(s) in metadata transaction at metadata.version 4.3-IV0 from bootstrap source "
+        "'the default bootstrap'."
+    ) in caplog.text
 
 
 def test_activation_messages_like_kafka() -> None:
     act = activation_records_for_empty_log(default_bootstrap_records(MV.IBP_3_3_IV3), "test")
-    assert act.message == ("Performing controller activation. The metadata log appears to be empty. Appending 1 "
-                           "bootstrap record(s) at metadata.version 3.3-IV3 from bootstrap source 'test'.")
+    assert act.message == (
+        "Performing controller activation. The metadata log appears to be empty. Appending 1 "
+        "bootstrap record(s) at metadata.version 3.3-IV3 from bootstrap source 'test'."
+    )
     assert act.atomic and len(act.records) == 1
     act = activation_records_for_empty_log(default_bootstrap_records(MV.IBP_3_6_IV1), "test", 0)
-    assert act.message == ("Performing controller activation. Aborting partial bootstrap records transaction at "
-                           "offset 0. Re-appending 1 bootstrap record(s) in new metadata transaction at "
-                           "metadata.version 3.6-IV1 from bootstrap source 'test'.")
+    assert act.message == (
+        "Performing controller activation. Aborting partial bootstrap records transaction at "
+        "offset 0. Re-appending 1 bootstrap record(s) in new metadata transaction at "
+        "metadata.version 3.6-IV1 from bootstrap source 'test'."
+    )
     assert not act.atomic and len(act.records) == 4
     elr = bootstrap(MV.IBP_4_0_IV1, eligible_leader_replicas_version=1)
     act = activation_records_for_empty_log(elr, "test", 0, default_min_isr=2)
@@ -98,7 +117,11 @@ def test_failover_aborts_open_transaction() -> None:
     log.append(act.records[:2])  # Begin + FLR committed, End lost with the leader
     reply = b.on_leader_change(2, 2, 10, False)
     assert reply is not None and [r.spec.name for r in reply.records] == [
-        "AbortTransactionRecord", "BeginTransactionRecord", "FeatureLevelRecord", "EndTransactionRecord"]
+        "AbortTransactionRecord",
+        "BeginTransactionRecord",
+        "FeatureLevelRecord",
+        "EndTransactionRecord",
+    ]
     log.append(reply.records)
     assert b.metadata_version is MV.IBP_4_3_IV0
     # an open transaction after bootstrap is aborted alone
@@ -115,7 +138,9 @@ def test_standby_answers_not_controller() -> None:
     resp = call(log, standby, 57, 2, {"timeoutMs": 1, "featureUpdates": [], "validateOnly": False})
     assert resp["errorCode"] == Errors.NOT_CONTROLLER.code
     # but standbys serve ApiVersions with the same finalized features
-    assert call(log, standby, 18, 4, {})["finalizedFeatures"] == call(log, ctl, 18, 4, {})["finalizedFeatures"]  # type: ignore[arg-type]
+    assert (
+        call(log, standby, 18, 4, {})["finalizedFeatures"] == call(log, ctl, 18, 4, {})["finalizedFeatures"]
+    )  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- registration, heartbeats
@@ -148,8 +173,11 @@ def test_register_broker_record_version_follows_metadata_version() -> None:
         recs = log.decoded()
         assert [r.version for r in recs if r.spec.name == "RegisterBrokerRecord"] == [version]
         assert b.state is BrokerState.RUNNING, mv
-        changes = [r.spec.name for r in recs if r.spec.name in ("UnfenceBrokerRecord",
-                                                                "BrokerRegistrationChangeRecord")]
+        changes = [
+            r.spec.name
+            for r in recs
+            if r.spec.name in ("UnfenceBrokerRecord", "BrokerRegistrationChangeRecord")
+        ]
         assert changes == ["BrokerRegistrationChangeRecord"]
 
 
@@ -178,8 +206,13 @@ def test_heartbeat_not_caught_up_stays_fenced_and_stale_epoch() -> None:
     b = broker(2)
     log.join(b)
     drive_broker(log, ctl, b, 0)  # type: ignore[arg-type]
-    body = {"brokerId": 2, "brokerEpoch": b.broker_epoch, "currentMetadataOffset": 0, "wantFence": False,
-            "wantShutDown": False}
+    body = {
+        "brokerId": 2,
+        "brokerEpoch": b.broker_epoch,
+        "currentMetadataOffset": 0,
+        "wantFence": False,
+        "wantShutDown": False,
+    }
     resp = call(log, ctl, 63, 0, body)  # type: ignore[arg-type]
     assert resp["isFenced"] and not resp["isCaughtUp"]
     resp = call(log, ctl, 63, 0, {**body, "brokerEpoch": 999})  # type: ignore[arg-type]
@@ -194,8 +227,10 @@ def test_registration_refused_for_old_software_stays_fenced(caplog: pytest.LogCa
     old = broker(3, release="3.9")
     log.join(old)  # it follows the log as an observer, but cannot apply metadata.version 30
     drive_broker(log, ctl, old, 0)  # type: ignore[arg-type]
-    expected = ("Unable to register because the broker does not support finalized version 30 of metadata.version. "
-                "The broker wants a version between 1 and 21, inclusive.")
+    expected = (
+        "Unable to register because the broker does not support finalized version 30 of metadata.version. "
+        "The broker wants a version between 1 and 21, inclusive."
+    )
     assert old.state is BrokerState.STARTING and old.broker_epoch == -1 and old.fenced
     assert old.last_refusal == expected
     assert expected in caplog.text
@@ -235,8 +270,9 @@ def test_controller_registration() -> None:
     body = standby.controller_registration_body()
     reply = ctl.handle_request(70, 0, body, 0)  # type: ignore[attr-defined]
     assert isinstance(reply, Respond) and reply.body["errorCode"] == Errors.UNSUPPORTED_VERSION.code
-    assert reply.body["errorMessage"] == ("The current MetadataVersion is too old to support controller "
-                                          "registrations.")
+    assert reply.body["errorMessage"] == (
+        "The current MetadataVersion is too old to support controller registrations."
+    )
     assert ctl.tick(0) == []  # type: ignore[attr-defined]
     log2, ctl2 = started(MV.IBP_3_7_IV0, voters=(1, 2))
     own = ctl2.tick(0)  # type: ignore[attr-defined]
@@ -291,21 +327,30 @@ def test_update_features_v1_results_and_atomicity() -> None:
     resp = update(log, ctl, 1, ("transaction.version", 2, 1), ("foo.bar", 1, 1))
     assert log.end == before
     assert resp["errorCode"] == Errors.INVALID_UPDATE_VERSION.code
-    text = ("The update failed for all features since the following feature had an error: Invalid update "
-            "version 1 for feature foo.bar. Local controller 1 does not support this feature.")
+    text = (
+        "The update failed for all features since the following feature had an error: Invalid update "
+        "version 1 for feature foo.bar. Local controller 1 does not support this feature."
+    )
     assert resp["errorMessage"] == text
     assert {r["feature"]: (r["errorCode"], r["errorMessage"]) for r in resp["results"]} == {
-        "foo.bar": (95, text), "transaction.version": (95, text)}
+        "foo.bar": (95, text),
+        "transaction.version": (95, text),
+    }
     ok = update(log, ctl, 0, ("transaction.version", 2, 1))
-    assert ok["errorCode"] == 0 and ok["results"] == [{"feature": "transaction.version", "errorCode": 0,
-                                                       "errorMessage": None}]
+    assert ok["errorCode"] == 0 and ok["results"] == [
+        {"feature": "transaction.version", "errorCode": 0, "errorMessage": None}
+    ]
     assert ctl.image.features.finalized == {"transaction.version": 2}  # type: ignore[attr-defined]
 
 
 def test_validate_only_appends_nothing() -> None:
     log, ctl = started(MV.IBP_3_9_IV0)
     before = list(log.records)
-    for ups in ([("metadata.version", 30, 1)], [("metadata.version", 15, 3)], [("transaction.version", 2, 1)]):
+    for ups in (
+        [("metadata.version", 30, 1)],
+        [("metadata.version", 15, 3)],
+        [("transaction.version", 2, 1)],
+    ):
         resp = update(log, ctl, 2, *ups, validate_only=True)
         assert resp["errorCode"] == 0
     assert log.records == before
@@ -317,8 +362,9 @@ def test_broker_blocks_upgrade_beyond_its_range() -> None:
     log.join(old)
     drive_broker(log, ctl, old, 0)  # type: ignore[arg-type]
     resp = update(log, ctl, 2, ("metadata.version", 30, 1))
-    assert resp["errorMessage"].endswith("Invalid update version 30 for feature metadata.version. Broker 4 only "
-                                         "supports versions 1-21")
+    assert resp["errorMessage"].endswith(
+        "Invalid update version 30 for feature metadata.version. Broker 4 only supports versions 1-21"
+    )
 
 
 def test_elr_upgrade_adds_min_isr_config() -> None:
@@ -330,9 +376,12 @@ def test_elr_upgrade_adds_min_isr_config() -> None:
 
 
 def test_kraft_version_upgrade_reply() -> None:
-    log, ctl = started(MV.IBP_3_9_IV0)
-    body = {"timeoutMs": 1, "featureUpdates": [{"feature": "kraft.version", "maxVersionLevel": 1,
-                                                "upgradeType": 1}], "validateOnly": False}
+    _log, ctl = started(MV.IBP_3_9_IV0)
+    body = {
+        "timeoutMs": 1,
+        "featureUpdates": [{"feature": "kraft.version", "maxVersionLevel": 1, "upgradeType": 1}],
+        "validateOnly": False,
+    }
     reply = ctl.handle_request(57, 2, body, 0)  # type: ignore[attr-defined]
     assert isinstance(reply, AppendThenRespond)
     assert reply.kraft_version_upgrade == 1 and [r.spec.name for r in reply.records] == ["NoOpRecord"]
@@ -349,16 +398,20 @@ def test_unsafe_downgrade_lossy_snapshot_and_loss_text() -> None:
     drive_broker(log, ctl, b, 1)  # type: ignore[arg-type]
     log.append(ctl.tick(2))  # type: ignore[attr-defined]  # controller self-registration (MV >= 3.7-IV0)
     refused = update(log, ctl, 2, ("metadata.version", 14, 2))
-    assert refused["errorMessage"].endswith("Unsupported metadata.version downgrade from 30 to 14. Refusing to "
-                                            "perform the requested downgrade because it might delete metadata "
-                                            "information.")
+    assert refused["errorMessage"].endswith(
+        "Unsupported metadata.version downgrade from 30 to 14. Refusing to "
+        "perform the requested downgrade because it might delete metadata "
+        "information."
+    )
     dry = update(log, ctl, 2, ("metadata.version", 14, 3), validate_only=True)
     n = log.end
     resp = update(log, ctl, 2, ("metadata.version", 14, 3))
     assert resp["errorCode"] == 0 and dry["errorMessage"] == resp["errorMessage"]
-    assert resp["errorMessage"] == ("Metadata has been lost because the following could not be represented in "
-                                    "metadata.version 3.6-IV2: the online log directories of one or more "
-                                    "brokers; controller registration data")
+    assert resp["errorMessage"] == (
+        "Metadata has been lost because the following could not be represented in "
+        "metadata.version 3.6-IV2: the online log directories of one or more "
+        "brokers; controller registration data"
+    )
     assert log.end == n + 1
     for node in (ctl, b):
         image = node.image  # type: ignore[attr-defined]
@@ -372,7 +425,10 @@ def test_unsafe_downgrade_lossy_snapshot_and_loss_text() -> None:
     result = after.render()
     assert result.metadata_version is MV.IBP_3_6_IV2 and result.lossless  # already rewritten
     changed = [e for e in log.effects[2] if isinstance(e, MetadataVersionChanged)][-1]
-    assert changed.losses == ("the online log directories of one or more brokers", "controller registration data")
+    assert changed.losses == (
+        "the online log directories of one or more brokers",
+        "controller registration data",
+    )
     # a node on 3.6 software can start from that snapshot
     old = broker(5, release="3.6")
     old.load_snapshot(result.encoded(), end_offset=after.end_offset, epoch=after.epoch)
@@ -391,15 +447,19 @@ def test_safe_downgrade_and_upgrade_write_version_change_snapshots() -> None:
 
 
 def test_controller_fail_stop_on_unsupported_level() -> None:
-    log, ctl = started(MV.IBP_4_3_IV0)
+    log, _ctl = started(MV.IBP_4_3_IV0)
     old = controller(2, (1, 2), release="3.9")
     with pytest.raises(FatalFaultError) as info:
         old.replay(0, log.records, epoch=1)
-    assert str(info.value) == ("Tried to apply FeatureLevelRecord(name='metadata.version', featureLevel=30), but "
-                               "this controller (node 2) only supports versions 1-21")
+    assert str(info.value) == (
+        "Tried to apply FeatureLevelRecord(name='metadata.version', featureLevel=30), but "
+        "this controller (node 2) only supports versions 1-21"
+    )
     assert (info.value.level, info.value.supported_min, info.value.supported_max) == (30, 1, 21)
     ok = controller(3, (1, 3), release="3.9")
-    ok.replay(0, [fc.feature_level_record("metadata.version", 21), fc.feature_level_record("kraft.version", 5)])
+    ok.replay(
+        0, [fc.feature_level_record("metadata.version", 21), fc.feature_level_record("kraft.version", 5)]
+    )
     assert ok.metadata_version is MV.IBP_3_9_IV0
 
 
@@ -409,22 +469,36 @@ def test_controller_fail_stop_on_unsupported_level() -> None:
 def test_envelope_forwarded_update_features() -> None:
     log, ctl = started(MV.IBP_4_0_IV3)
     req_spec = by_api_key(Kind.REQUEST, 57)
-    body = {"timeoutMs": 1, "featureUpdates": [{"feature": "group.version", "maxVersionLevel": 1,
-                                                "upgradeType": 1}], "validateOnly": False}
-    data = encode_request_header({"requestApiKey": 57, "requestApiVersion": 1, "correlationId": 42,
-                                  "clientId": "adminclient-1"}, 2) + codec.encode(req_spec, 1, body)
-    resp = call(log, ctl, 58, 0, {"requestData": data, "requestPrincipal": b"", "clientHostAddress": b"\x7f\0\0\1"})
+    body = {
+        "timeoutMs": 1,
+        "featureUpdates": [{"feature": "group.version", "maxVersionLevel": 1, "upgradeType": 1}],
+        "validateOnly": False,
+    }
+    data = encode_request_header(
+        {"requestApiKey": 57, "requestApiVersion": 1, "correlationId": 42, "clientId": "adminclient-1"}, 2
+    ) + codec.encode(req_spec, 1, body)
+    resp = call(
+        log, ctl, 58, 0, {"requestData": data, "requestPrincipal": b"", "clientHostAddress": b"\x7f\0\0\1"}
+    )
     assert resp["errorCode"] == 0
-    assert resp["responseData"] == encode_response(57, 1, 42, {
-        "throttleTimeMs": 0, "errorCode": 0, "errorMessage": None,
-        "results": [{"feature": "group.version", "errorCode": 0, "errorMessage": None}]})
+    assert resp["responseData"] == encode_response(
+        57,
+        1,
+        42,
+        {
+            "throttleTimeMs": 0,
+            "errorCode": 0,
+            "errorMessage": None,
+            "results": [{"feature": "group.version", "errorCode": 0, "errorMessage": None}],
+        },
+    )
     assert ctl.image.features.finalized == {"group.version": 1}  # type: ignore[attr-defined]
     bad = call(log, ctl, 58, 0, {"requestData": b"\0", "requestPrincipal": None, "clientHostAddress": b""})
     assert bad["errorCode"] == Errors.INVALID_REQUEST.code
 
 
 def test_bodies_encode_at_every_version() -> None:
-    log, ctl = started(MV.IBP_4_3_IV0)
+    _log, ctl = started(MV.IBP_4_3_IV0)
     for v in range(0, 5):
         roundtrip(18, v, ctl.handle_request(18, v, {}, 0).body)  # type: ignore[attr-defined]
     for v in range(0, 3):
