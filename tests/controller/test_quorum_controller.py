@@ -452,8 +452,8 @@ def test_controller_fail_stop_on_unsupported_level() -> None:
     with pytest.raises(FatalFaultError) as info:
         old.replay(0, log.records, epoch=1)
     assert str(info.value) == (
-        "Tried to apply FeatureLevelRecord(name='metadata.version', featureLevel=30), but "
-        "this controller (node 2) only supports versions 1-21"
+        "Tried to apply FeatureLevelRecord FeatureLevelRecord(name='metadata.version', featureLevel=30), but "
+        "this controller only supports versions 1-21"
     )
     assert (info.value.level, info.value.supported_min, info.value.supported_max) == (30, 1, 21)
     ok = controller(3, (1, 3), release="3.9")

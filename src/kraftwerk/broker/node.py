@@ -28,6 +28,7 @@ from kraftwerk.controller.common import (
     api_versions_body,
     declared_api_ranges,
     finalized_levels,
+    shape_response,
 )
 from kraftwerk.controller.effects import (
     Body,
@@ -484,6 +485,21 @@ class BrokerNode:
     # ------------------------------------------------------------------ client requests
 
     def handle_request(
+        self,
+        api_key: int,
+        version: int,
+        body: Mapping[str, Any],
+        now_ms: int,
+        *,
+        listener_name: str | None = None,
+    ) -> Respond | Forward:
+        """Answer a client request from the image (body trimmed to ``version``), or forward it."""
+        reply = self._handle(api_key, version, body, now_ms, listener_name=listener_name)
+        if isinstance(reply, Respond):
+            return Respond(shape_response(api_key, version, reply.body))
+        return reply
+
+    def _handle(
         self,
         api_key: int,
         version: int,

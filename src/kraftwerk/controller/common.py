@@ -15,7 +15,7 @@ from kraftwerk.image.loader import MetadataBatch, load_snapshot
 from kraftwerk.image.model import EMPTY_IMAGE, MetadataImage, Provenance
 from kraftwerk.image.writer import ImageWriterOptions, LossPolicy, write_image
 from kraftwerk.protocol.frame import MetadataRecord, decode_metadata_record
-from kraftwerk.protocol.registry import all_specs
+from kraftwerk.protocol.registry import all_specs, by_api_key
 from kraftwerk.protocol.schema import Kind
 from kraftwerk.versions.features import VersionRange
 from kraftwerk.versions.metadata_version import FEATURE_NAME, MetadataVersion, check_if_metadata_changed
@@ -41,16 +41,15 @@ def local_supported_ranges(software: SoftwareVersion) -> dict[str, VersionRange]
 def unsupported_level_fault(
     role: str, node_id: int, name: str, level: int, supported: VersionRange | None
 ) -> FatalFaultError:
-    """KIP-778 fail-stop: Kafka's "Tried to apply FeatureLevelRecord ..." text."""
+    """KIP-778 fail-stop with Kafka's ``FeatureControlManager.replay`` text (the node id goes in the
+    log prefix, as Kafka's LogContext does)."""
+    record = f"FeatureLevelRecord(name='{name}', featureLevel={level})"
     if supported is None:
-        text = (
-            f"Tried to apply FeatureLevelRecord(name='{name}', featureLevel={level}), but this {role} "
-            f"(node {node_id}) does not support feature {name}"
-        )
+        text = f"Tried to apply FeatureLevelRecord {record}, but this {role} does not support feature {name}"
         return FatalFaultError(text, feature=name, level=level)
     text = (
-        f"Tried to apply FeatureLevelRecord(name='{name}', featureLevel={level}), but this {role} "
-        f"(node {node_id}) only supports versions {supported.min}-{supported.max}"
+        f"Tried to apply FeatureLevelRecord {record}, but this {role} only supports versions "
+        f"{supported.min}-{supported.max}"
     )
     return FatalFaultError(
         text, feature=name, level=level, supported_min=supported.min, supported_max=supported.max
@@ -330,3 +329,32 @@ def features_from_request(items: Iterable[Mapping[str, Any]]) -> dict[str, Versi
         lo, hi = f["minSupportedVersion"], f["maxSupportedVersion"]
         out[f["name"]] = VersionRange(lo, hi) if lo <= hi else VersionRange(hi, hi)
     return out
+
+
+def _shape_fields(fields: Sequence[Any], version: int, value: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in fields:
+        name = f.json_name
+        if name not in value or version not in f.versions:
+            continue
+        v = value[name]
+        if f.fields and isinstance(v, list):
+            v = [_shape_fields(f.fields, version, x) for x in v]
+        elif f.fields and isinstance(v, Mapping):
+            v = _shape_fields(f.fields, version, v)
+        out[name] = v
+    return out
+
+
+def shape_body(kind: Kind, api_key: int, version: int, body: Mapping[str, Any]) -> Body:
+    """Keep only the fields (nested ones too) that ``version`` of the message has.
+
+    The cores build one body for every version; the codec refuses a non-default value in a field
+    the version lacks, so replies are trimmed to the request's version before they leave.
+    """
+    spec = by_api_key(kind, api_key)
+    return _shape_fields(spec.fields, version, body)
+
+
+def shape_response(api_key: int, version: int, body: Mapping[str, Any]) -> Body:
+    return shape_body(Kind.RESPONSE, api_key, version, body)

@@ -25,9 +25,10 @@ from kraftwerk.controller.common import (
     declared_api_ranges,
     features_from_request,
     finalized_levels,
+    shape_response,
 )
 from kraftwerk.controller.effects import AppendThenRespond, Body, Effect, Respond
-from kraftwerk.controller.errors import ApiError
+from kraftwerk.controller.errors import ApiError, FatalFaultError
 from kraftwerk.image.model import (
     BrokerRegistration,
     ConfigResource,
@@ -277,9 +278,15 @@ class QuorumController:
         last_offset: int | None = None,
     ) -> list[Effect]:
         """Replay one committed batch (see :class:`ImageReplayer`)."""
-        effects = self._replayer.replay(
-            base_offset, records, epoch=epoch, append_time_ms=append_time_ms, last_offset=last_offset
-        )
+        try:
+            effects = self._replayer.replay(
+                base_offset, records, epoch=epoch, append_time_ms=append_time_ms, last_offset=last_offset
+            )
+        except FatalFaultError as fault:
+            # KIP-778 fail-stop: an active controller resigns (the runtime tells raft) and exits.
+            log.error("[QuorumController id=%d] %s", self.node_id, fault)
+            self._active = False
+            raise
         for r in records:
             record = as_record(r)
             if record.spec.name in ("BrokerRegistrationChangeRecord", "FenceBrokerRecord"):
@@ -396,13 +403,25 @@ class QuorumController:
     # ------------------------------------------------------------------ requests
 
     def handle_request(
-        self,
-        api_key: int,
-        version: int,
-        body: Mapping[str, Any],
-        now_ms: int,
+        self, api_key: int, version: int, body: Mapping[str, Any], now_ms: int
     ) -> Respond | AppendThenRespond:
-        """Answer one controller RPC (body and response are codec dicts at ``version``)."""
+        """Answer one controller RPC (body and response are codec dicts at ``version``, trimmed to
+        the fields that version has)."""
+        reply = self._handle(api_key, version, body, now_ms)
+        if isinstance(reply, Respond):
+            return Respond(shape_response(api_key, version, reply.body))
+        nc = reply.not_controller_body
+        return AppendThenRespond(
+            reply.records,
+            shape_response(api_key, version, reply.response_body),
+            reply.atomic,
+            None if nc is None else shape_response(api_key, version, nc),
+            reply.kraft_version_upgrade,
+        )
+
+    def _handle(
+        self, api_key: int, version: int, body: Mapping[str, Any], now_ms: int
+    ) -> Respond | AppendThenRespond:
         if api_key == API_VERSIONS:
             levels, epoch = self.finalized_features()
             return Respond(api_versions_body(version, self._api_ranges, self.software, levels, epoch))
