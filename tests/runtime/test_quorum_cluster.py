@@ -70,7 +70,8 @@ def register_broker(address: str, broker_id: int) -> dict[str, Any]:
                 for name, r in SoftwareVersion.latest().supported_features().items()]
     return asyncio.run(_request(address, 62, 4, {
         "brokerId": broker_id, "clusterId": CLUSTER_ID[0], "incarnationId": uuid.uuid4(),
-        "listeners": [{"name": "PLAINTEXT", "host": "127.0.0.1", "port": 9000 + broker_id, "securityProtocol": 0}],
+        "listeners": [{"name": "PLAINTEXT", "host": "127.0.0.1", "port": 9000 + broker_id,
+                       "securityProtocol": 0}],
         "features": features,
         "rack": None, "logDirs": [uuid.uuid4()], "previousBrokerEpoch": -1,
     }))
@@ -95,9 +96,10 @@ def committed_prefix(data_dir: Path) -> list[tuple[int, int, bytes]]:
     return out
 
 
-@pytest.mark.xfail(reason="raft core livelock: a Prospective voter that gets a pre-vote rejection naming the "
-                          "leader it just lost (same epoch) goes back to following it (RaftNode._observe_epoch), so "
-                          "two followers that time out together never elect; reported to RAFT", strict=False)
+@pytest.mark.xfail(reason="raft core livelock: a Prospective voter that gets a pre-vote rejection naming "
+                          "the leader it just lost (same epoch) goes back to following it "
+                          "(RaftNode._observe_epoch), so two followers that time out together never elect; "
+                          "reported to RAFT", strict=False)
 def test_quorum_fails_over_after_kill_9_and_loses_no_acknowledged_append(tmp_path: Path) -> None:
     CLUSTER_ID[0] = random_cluster_id()
     cluster = plan_cluster(tmp_path, CLUSTER_ID[0], 3, 0,
