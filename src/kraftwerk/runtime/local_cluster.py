@@ -185,8 +185,9 @@ class LocalCluster:
                 if self.ready_info(node) is not None:
                     pending.remove(node)
                 elif node.pid is not None and not pid_alive(node.pid):
-                    raise NodeError(f"Node {node.node_id} exited during start-up; see {node.log_path(self.root)}:"
-                                    f"\n{tail(node.log_path(self.root))}")
+                    where = node.log_path(self.root)
+                    raise NodeError(f"Node {node.node_id} exited during start-up; see {where}:\n"
+                                    f"{tail(where)}")
             if pending and time.monotonic() > deadline:
                 ids = ", ".join(str(n.node_id) for n in pending)
                 raise NodeError(f"Timed out after {timeout_s:g}s waiting for node(s) {ids} to be ready")

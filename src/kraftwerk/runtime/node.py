@@ -35,9 +35,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kraftwerk.broker.node import BROKER_API_KEYS, BrokerNode
 from kraftwerk.controller.common import declared_api_ranges
 from kraftwerk.controller.effects import (
     AppendThenRespond,
+    CloseClientConnections,
+    Forward,
     MetadataVersionChanged,
     Respond,
     WriteSnapshot,
@@ -62,8 +65,9 @@ from kraftwerk.raft import (
     RaftNode,
     SnapshotLoad,
 )
+from kraftwerk.runtime.client import ReconnectingClient
 from kraftwerk.runtime.config import ServerConfig
-from kraftwerk.runtime.errors import NodeError
+from kraftwerk.runtime.errors import NetworkError, NodeError
 from kraftwerk.runtime.raft_host import RaftHost, wall_clock_ms
 from kraftwerk.runtime.server import KafkaServer, Request
 from kraftwerk.storage.lock import LogDirLock
@@ -130,6 +134,9 @@ class Node:
         self.stopped = asyncio.Event()
         self.raft: RaftHost | None = None
         self.controller: QuorumController | None = None
+        self.broker: BrokerNode | None = None
+        self._controller_clients: dict[int, ReconnectingClient] = {}
+        self._broker_apis = declared_api_ranges(BROKER_API_KEYS)
         self.servers: list[KafkaServer] = []
         self._locks: list[LogDirLock] = []
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -163,6 +170,11 @@ class Node:
         raft_node = RaftNode(raft_config, raft_log, state_store, now_ms=wall_clock_ms(), seed=self.seed)
         if config.is_controller:
             self.controller = self._make_controller()
+        if config.is_broker:
+            self.broker = self._make_broker()
+            self._controller_clients = {
+                v.node_id: ReconnectingClient(v.host, v.port, client_id=f"broker-{config.node_id}")
+                for v in config.quorum_voters}
         peers = {v.node_id: (v.host, v.port) for v in config.quorum_voters}
         self.raft = RaftHost(raft_node, peers, on_committed=self._on_committed,
                              client_id=f"raft-client-{config.node_id}",
@@ -179,6 +191,48 @@ class Node:
                      server.port, endpoint.listener)
         self.raft.start()
         self._spawn(self._controller_loop(), "controller-loop")
+        if self.broker is not None:
+            self._spawn(self._broker_loop(), "broker-lifecycle")
+
+    def _make_broker(self) -> BrokerNode:
+        dir_ids = []
+        for directory in self.config.log_dirs:
+            meta = read_meta_properties(Path(directory) / "meta.properties")
+            if meta.directory_id is not None:
+                dir_ids.append(meta.directory_id)
+        listeners = [ImageEndpoint(e.listener, e.connect_host(), e.port, 0)
+                     for e in self.config.effective_advertised_listeners]
+        return BrokerNode(self.config.node_id, self.cluster_id, self.config.software, listeners, dir_ids,
+                          heartbeat_interval_ms=self.config.broker_heartbeat_interval_ms,
+                          api_versions=self._broker_apis)
+
+    async def _controller_request(self, api_key: int, version: int, body: codec.Value) -> codec.Value:
+        """Send a request to the active controller (as raft knows it) over the controller listener."""
+        leader = self.raft.node.leader_id if self.raft is not None else None
+        client = self._controller_clients.get(leader) if leader is not None else None
+        if client is None:
+            raise NetworkError("no active controller known")
+        return await client.request(api_key, version, body, timeout_s=10)
+
+    async def _broker_loop(self) -> None:
+        """Registration and heartbeats with the active controller (the broker core's lifecycle)."""
+        broker = self.broker
+        assert broker is not None
+        while True:
+            for call in broker.poll(wall_clock_ms()):
+                try:
+                    response = await self._controller_request(call.api_key, call.max_version,
+                                                              call.body_for(call.max_version))
+                except NetworkError as exc:
+                    log.debug("controller call %d failed: %s", call.api_key, exc)
+                    broker.handle_controller_failure(wall_clock_ms())
+                    continue
+                if call.api_key == 62:
+                    broker.handle_registration_response(response, wall_clock_ms())
+                else:
+                    broker.handle_heartbeat_response(response, wall_clock_ms())
+                self._check_ready()
+            await asyncio.sleep(0.05)
 
     def _make_controller(self) -> QuorumController:
         bootstrap_path = self.metadata_dir / BOOTSTRAP_FILE
@@ -247,6 +301,8 @@ class Node:
             return
         if self.controller is not None and self.controller.image.metadata_version is None:
             return
+        if self.broker is not None and self.broker.fenced:
+            return
         self._ready = True
         info = {"pid": os.getpid(), "nodeId": self.config.node_id, "roles": self.config.roles_text,
                 "clusterId": self.cluster_id, "softwareVersion": self.config.software.release,
@@ -266,8 +322,16 @@ class Node:
                     if controller is not None:
                         controller.load_snapshot(list(item.records), end_offset=item.end_offset,
                                                  epoch=item.epoch)
+                    if self.broker is not None:
+                        self.broker.load_snapshot(list(item.records), end_offset=item.end_offset,
+                                                  epoch=item.epoch)
                     continue
                 assert isinstance(item, CommittedBatch)
+                if self.broker is not None:
+                    for effect in self.broker.replay(
+                            item.base_offset, [] if item.is_control else list(item.records), epoch=item.epoch,
+                            append_time_ms=item.append_time_ms, last_offset=item.last_offset):
+                        self._handle_core_effect(effect)
                 if controller is not None:
                     effects = controller.replay(
                         item.base_offset, [] if item.is_control else list(item.records), epoch=item.epoch,
@@ -283,7 +347,11 @@ class Node:
         if isinstance(effect, MetadataVersionChanged):
             log.info("metadata.version changed at offset %d: %s -> %s%s", effect.offset, effect.previous,
                      effect.current, f" (lost: {'; '.join(effect.losses)})" if effect.losses else "")
-        elif isinstance(effect, WriteSnapshot):
+        elif isinstance(effect, CloseClientConnections):
+            closed = sum(s.close_connections() for s in self.servers
+                         if s.listener not in self.config.controller_listener_names)
+            log.info("Closed %d client connections: %s", closed, effect.reason)
+        elif isinstance(effect, WriteSnapshot) and self.controller is not None:
             # The snapshot can only be stored once raft has handed out the batch it ends at.
             asyncio.get_running_loop().call_soon(self._write_snapshot, effect)
 
@@ -308,6 +376,8 @@ class Node:
         if leader != self._seen_leader:
             self._seen_leader = leader
             self._activation_pending = node.is_leader
+            if self.broker is not None:
+                self.broker.set_controller(node.leader_id)
             if self.controller is not None and not node.is_leader:
                 self.controller.on_leader_change(node.leader_id, node.epoch, wall_clock_ms(), False)
         if self._activation_pending and self.controller is not None:
@@ -363,11 +433,13 @@ class Node:
     def supported_apis(self, listener: str) -> Mapping[int, tuple[int, int]]:
         if listener in self.config.controller_listener_names:
             return self._controller_apis
-        return {}
+        return self._broker_apis
 
     async def handle(self, listener: str, request: Request) -> codec.Value | None:
         raft = self.raft
         assert raft is not None
+        if listener not in self.config.controller_listener_names and self.broker is not None:
+            return await self._broker_handle(listener, request)
         if request.api_key in RAFT_API_KEYS:
             return await raft.handle(request)
         controller = self.controller
@@ -380,6 +452,20 @@ class Node:
             return reply.response_body
         return reply.not_controller_body or not_controller_body(request.api_key, request.api_version,
                                                                 request.body)
+
+
+    async def _broker_handle(self, listener: str, request: Request) -> codec.Value | None:
+        broker = self.broker
+        assert broker is not None
+        reply = broker.handle_request(request.api_key, request.api_version, request.body, wall_clock_ms(),
+                                      listener_name=listener)
+        if isinstance(reply, Forward):
+            # Relayed to the active controller as is (Kafka wraps it in an Envelope).
+            try:
+                return await self._controller_request(reply.api_key, reply.version, reply.body)
+            except NetworkError:
+                return not_controller_body(request.api_key, request.api_version, request.body)
+        return reply.body
 
 
 class _ListenerHandler:
