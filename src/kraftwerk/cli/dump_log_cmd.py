@@ -1,37 +1,49 @@
 """``kraftwerk dump-log``: kafka-dump-log.sh for data segments, metadata logs, snapshots, indexes.
 
 Text output follows Kafka's DumpLogSegments line for line; ``--output json`` prints one JSON
-object per batch with its records nested. Files are memory-mapped and walked batch by batch, so
-memory does not grow with the file size.
+object per batch with its records nested. Files go through the storage layer: logs are
+memory-mapped ``SegmentReader``s walked batch by batch (pages behind the scan are released), index
+entries are read in place by ``storage.index``, so memory does not grow with the file size. A large
+file shows a progress bar on stderr when stderr is a terminal and stdout is not (the text output
+itself never changes).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import mmap
-import os
-import struct
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from kraftwerk.cli.main import UsageError
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.protocol import codec, control_records, frame, json_form
 from kraftwerk.protocol.control_records import ControlRecordType
 from kraftwerk.protocol.errors import ProtocolError
-from kraftwerk.records.batch import BatchScanner, RecordBatch, TailReason
+from kraftwerk.records.batch import RecordBatch, TailReason
 from kraftwerk.records.errors import RecordsError
 from kraftwerk.records.types import TimestampType
+from kraftwerk.storage.index import (
+    OFFSET_ENTRY,
+    TIME_ENTRY,
+    check_offset_index_sanity,
+    check_time_index_sanity,
+    iter_offset_index,
+    iter_time_index,
+    lookup_offset,
+)
+from kraftwerk.storage.segment import SegmentReader, map_file
 
 INT32_MAX = 2**31 - 1
 BOOTSTRAP_FILENAME = "bootstrap.checkpoint"
-_INDEX_ENTRY = struct.Struct(">ii")
-_TIME_INDEX_ENTRY = struct.Struct(">qi")
+#: files at least this large get a progress bar (when stderr is a terminal and stdout is not)
+PROGRESS_MIN_BYTES = 64 * 1024 * 1024
+#: the bar is redrawn at most this many times per file (rich is not free per batch)
+_PROGRESS_STEPS = 500
 
 
 class DumpError(KraftwerkError):
@@ -108,26 +120,41 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _is_terminal(stream: TextIO) -> bool:
+    """Whether ``stream`` is an interactive terminal (tests patch this to force either answer)."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def _progress_wanted(size: int) -> bool:
+    # stdout on the same terminal would interleave with the bar's redraws, so only show it when the
+    # text goes somewhere else (a file, a pipe)
+    return size >= PROGRESS_MIN_BYTES and _is_terminal(sys.stderr) and not _is_terminal(sys.stdout)
+
+
 @contextmanager
-def _mapped(path: Path) -> Iterator[memoryview]:
-    """The file's bytes, memory-mapped (empty files give an empty view)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError as exc:
-        raise DumpError(f"cannot open {path}: {exc.strerror}") from None
-    try:
-        size = os.fstat(fd).st_size
-        if size == 0:
-            yield memoryview(b"")
-            return
-        with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mm:
-            view = memoryview(mm)
-            try:
-                yield view
-            finally:
-                view.release()
-    finally:
-        os.close(fd)
+def _progress(name: str, size: int) -> Iterator[Callable[[int], None]]:
+    """A callback taking the current byte position; draws a rich bar on stderr when wanted."""
+    if not _progress_wanted(size):
+        yield lambda position: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    step = max(1, size // _PROGRESS_STEPS)
+    console = Console(file=sys.stderr)
+    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                  console=console, transient=True, redirect_stdout=False, redirect_stderr=False) as bar:
+        task = bar.add_task(name, total=size)
+        shown = 0
+
+        def advance(position: int) -> None:
+            nonlocal shown
+            if position - shown >= step or position >= size:
+                shown = position
+                bar.update(task, completed=position)
+
+        yield advance
 
 
 def _start_offset(path: Path) -> int:
@@ -148,25 +175,26 @@ def dump_log(path: Path, opts: Options, problems: list[str]) -> None:
         else:
             end_offset, epoch = _snapshot_id(path)
             opts.out(f"Snapshot end offset: {end_offset}, epoch: {epoch}\n")
-    with _mapped(path) as data:
-        limit = min(len(data), opts.max_bytes)
-        scanner = BatchScanner(data, 0, limit, validate=False)
+    with SegmentReader(path) as reader, _progress(path.name, reader.size) as progress:
+        limit = min(reader.size, opts.max_bytes)
+        scanner = reader.scanner(0, validate=False, end=limit)
         last_offset = -1
         gaps: list[tuple[int, int]] = []
         try:
-            for batch in scanner:
+            for batch in reader.stream(scanner):
                 if opts.json:
                     opts.out(json.dumps(_batch_json(batch, opts), separators=(",", ":")) + "\n")
-                    continue
-                opts.out(_batch_line(batch))
-                if opts.deep:
-                    last_offset = _print_records(batch, opts, last_offset, gaps)
+                else:
+                    opts.out(_batch_line(batch))
+                    if opts.deep:
+                        last_offset = _print_records(batch, opts, last_offset, gaps)
+                progress(batch.position + batch.size)
         except RecordsError as exc:
             raise DumpError(f"{path}: {exc}") from None
         tail = scanner.tail
         if tail is not None and tail.reason is TailReason.CORRUPT:
             raise DumpError(f"{path}: {tail.message} (at position {tail.position})")
-        trailing = len(data) - scanner.valid_end
+        trailing = reader.size - scanner.valid_end
         if trailing > 0 and opts.max_bytes == INT32_MAX and not opts.json:
             opts.out(f"Found {trailing} invalid bytes at the end of {path.name}\n")
     if gaps:
@@ -371,81 +399,60 @@ def _record_json(batch: RecordBatch, e: _Entry, opts: Options) -> dict[str, Any]
 
 # ---------------------------------------------------------------- indexes
 
-def _index_entries(data: memoryview, entry: struct.Struct) -> Iterator[tuple[int, int, int]]:
-    """(index, first field, second field) of every whole entry."""
-    for i in range(len(data) // entry.size):
-        a, b = entry.unpack_from(data, i * entry.size)
-        yield i, a, b
+def _whole_entries(data: memoryview, entry_size: int) -> memoryview:
+    """Like Kafka's index readers, ignore a partial last entry (only the sanity check rejects it)."""
+    return data[:len(data) - len(data) % entry_size]
 
 
-def _first_batch_at(log: memoryview, position: int) -> RecordBatch | None:
-    if position < 0 or position >= len(log):
+def _first_batch_at(log: SegmentReader, position: int) -> RecordBatch | None:
+    if position < 0 or position >= log.size:
         return None
-    try:
-        return next(iter(BatchScanner(log, position, None, validate=False)), None)
-    except RecordsError:
-        return None
+    return next(iter(log.scanner(position, validate=False)), None)
 
 
 def dump_index(path: Path, opts: Options, problems: list[str]) -> None:
     base = _start_offset(path)
-    log_path = path.with_suffix(".log")
     mismatches: list[tuple[int, int]] = []
-    with _mapped(path) as index, _mapped(log_path) as log:
-        entries = len(index) // _INDEX_ENTRY.size
-        if entries == 0:
+    with map_file(path) as index, SegmentReader(path.with_suffix(".log")) as log:
+        if len(index) < OFFSET_ENTRY.size:
             opts.out(f"{path} is empty.\n")
             return
         if opts.sanity_only:
-            _check_offset_index_sanity(path, index, base)
+            check_offset_index_sanity(index, base, path)
             opts.out(f"{path} passed sanity check.\n")
             return
-        for i, relative, position in _index_entries(index, _INDEX_ENTRY):
-            offset = base + relative
-            if offset == base and i > 0:
+        entries = iter_offset_index(_whole_entries(index, OFFSET_ENTRY.size), base, path, stop_at_zero=False)
+        for i, entry in enumerate(entries):
+            if entry.offset == base and i > 0:
                 break  # a sparse, preallocated index: the rest is zeros
-            batch = _first_batch_at(log, position)
+            batch = _first_batch_at(log, entry.position)
             found = batch.last_offset if batch is not None else -1
-            if found != offset:
-                mismatches.append((offset, found))
+            if found != entry.offset:
+                mismatches.append((entry.offset, found))
             if not opts.verify_only:
-                opts.out(f"offset: {offset} position: {position}\n")
+                opts.out(f"offset: {entry.offset} position: {entry.position}\n")
     if mismatches:
         problems.append(f"Mismatches in :{path.resolve()}")
         problems.extend(f"  Index offset: {a}, log offset: {b}" for a, b in sorted(mismatches, reverse=True))
 
 
-def _check_offset_index_sanity(path: Path, index: memoryview, base: int) -> None:
-    if len(index) % _INDEX_ENTRY.size:
-        raise DumpError(f"Index file {path.name} is corrupt, found {len(index)} bytes which is neither "
-                        f"positive nor a multiple of {_INDEX_ENTRY.size}.")
-    last = -1
-    for i, relative, _position in _index_entries(index, _INDEX_ENTRY):
-        offset = base + relative
-        if i > 0 and offset <= last:
-            raise DumpError(f"Corrupt index found, index file ({path}) has non-zero size but the last "
-                            f"offset is {offset} which is less than the base offset {base}.")
-        last = offset
-
-
 def dump_time_index(path: Path, opts: Options, problems: list[str]) -> None:
     base = _start_offset(path)
-    with _mapped(path) as tindex, _mapped(path.with_suffix(".index")) as index, \
-            _mapped(path.with_suffix(".log")) as log:
+    with map_file(path) as tindex, map_file(path.with_suffix(".index")) as index, \
+            SegmentReader(path.with_suffix(".log")) as log:
         if opts.sanity_only:
-            if len(tindex) % _TIME_INDEX_ENTRY.size:
-                raise DumpError(f"Time index file {path.name} is corrupt, found {len(tindex)} bytes which "
-                                f"is neither positive nor a multiple of {_TIME_INDEX_ENTRY.size}.")
+            check_time_index_sanity(tindex, path)
             opts.out(f"{path} passed sanity check.\n")
             return
-        offsets = [(base + rel, pos) for _, rel, pos in _index_entries(index, _INDEX_ENTRY)]
+        offsets = _whole_entries(index, OFFSET_ENTRY.size)
         previous = -1
-        for i, timestamp, relative in _index_entries(tindex, _TIME_INDEX_ENTRY):
-            offset = base + relative
+        entries = iter_time_index(_whole_entries(tindex, TIME_ENTRY.size), base, path, stop_at_zero=False)
+        for i, entry in enumerate(entries):
+            timestamp, offset = entry.timestamp, entry.offset
             if offset == base and i > 0:
                 break
-            position = max((p for o, p in offsets if o <= offset), default=0)
-            batch = _matching_batch(log, position, offset)
+            hit = lookup_offset(offsets, base, offset)
+            batch = _matching_batch(log, 0 if hit is None else hit.position, offset)
             if batch is None:
                 problems.append(f"Indexed offset: {offset}, found log offset: -1")
             elif batch.last_offset != offset:
@@ -464,11 +471,9 @@ def dump_time_index(path: Path, opts: Options, problems: list[str]) -> None:
             previous = timestamp
 
 
-def _matching_batch(log: memoryview, position: int, offset: int) -> RecordBatch | None:
-    try:
-        for batch in BatchScanner(log, position, None, validate=False):
-            if batch.last_offset >= offset:
-                return batch
-    except RecordsError:
-        return None
+def _matching_batch(log: SegmentReader, position: int, offset: int) -> RecordBatch | None:
+    """The first batch from ``position`` whose last offset reaches ``offset`` (Kafka's find)."""
+    for batch in log.scanner(position, validate=False):
+        if batch.last_offset >= offset:
+            return batch
     return None

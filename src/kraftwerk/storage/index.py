@@ -12,7 +12,7 @@ timestamp (what a normally closed segment carries).
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,31 +61,93 @@ class IndexProblem:
 
 # ---------------------------------------------------------------------- parse / format
 
-def parse_offset_index(data: bytes | memoryview, base_offset: int, path: Path | str = "<index>",
-                       *, stop_at_zero: bool = True) -> list[OffsetIndexEntry]:
-    """Entries of an offset index; a size that is not a multiple of 8 is corrupt (Kafka's sanityCheck)."""
+def iter_offset_index(data: bytes | memoryview, base_offset: int, path: Path | str = "<index>",
+                      *, stop_at_zero: bool = True) -> Iterator[OffsetIndexEntry]:
+    """Stream the entries of an offset index (e.g. a memory-mapped file) without building a list.
+
+    A size that is not a multiple of 8 is corrupt (Kafka's sanityCheck) and raises before the
+    first entry; ``stop_at_zero`` stops at the first all-zero entry after the first (preallocated).
+    """
     if len(data) % OFFSET_ENTRY.size:
         raise CorruptFileError(path, f"Index file is corrupt, found {len(data)} bytes which is neither "
                                      f"positive nor a multiple of {OFFSET_ENTRY.size}")
-    out: list[OffsetIndexEntry] = []
+    return _offset_entries(data, base_offset, stop_at_zero)
+
+
+def _offset_entries(data: bytes | memoryview, base_offset: int, stop_at_zero: bool
+                    ) -> Iterator[OffsetIndexEntry]:
     for i, (rel, pos) in enumerate(OFFSET_ENTRY.iter_unpack(data)):
         if stop_at_zero and i > 0 and rel == 0 and pos == 0:
-            break  # preallocated, never written
-        out.append(OffsetIndexEntry(base_offset + rel, pos))
-    return out
+            return  # preallocated, never written
+        yield OffsetIndexEntry(base_offset + rel, pos)
+
+
+def iter_time_index(data: bytes | memoryview, base_offset: int, path: Path | str = "<timeindex>",
+                    *, stop_at_zero: bool = True) -> Iterator[TimeIndexEntry]:
+    """Stream the entries of a time index; a size that is not a multiple of 12 is corrupt."""
+    if len(data) % TIME_ENTRY.size:
+        raise CorruptFileError(path, f"Time index file is corrupt, found {len(data)} bytes which is "
+                                     f"neither positive nor a multiple of {TIME_ENTRY.size}")
+    return _time_entries(data, base_offset, stop_at_zero)
+
+
+def _time_entries(data: bytes | memoryview, base_offset: int, stop_at_zero: bool) -> Iterator[TimeIndexEntry]:
+    for i, (ts, rel) in enumerate(TIME_ENTRY.iter_unpack(data)):
+        if stop_at_zero and i > 0 and ts == 0 and rel == 0:
+            return
+        yield TimeIndexEntry(ts, base_offset + rel)
+
+
+def parse_offset_index(data: bytes | memoryview, base_offset: int, path: Path | str = "<index>",
+                       *, stop_at_zero: bool = True) -> list[OffsetIndexEntry]:
+    """Entries of an offset index; a size that is not a multiple of 8 is corrupt (Kafka's sanityCheck)."""
+    return list(iter_offset_index(data, base_offset, path, stop_at_zero=stop_at_zero))
 
 
 def parse_time_index(data: bytes | memoryview, base_offset: int, path: Path | str = "<timeindex>",
                      *, stop_at_zero: bool = True) -> list[TimeIndexEntry]:
+    return list(iter_time_index(data, base_offset, path, stop_at_zero=stop_at_zero))
+
+
+def lookup_offset(data: bytes | memoryview, base_offset: int, offset: int) -> OffsetIndexEntry | None:
+    """Kafka's OffsetIndex.lookup over an index's bytes in place (e.g. a mapped file): the last entry
+    whose offset is at most ``offset`` by binary search, or ``None`` when there is none (read the log
+    from position 0). Only whole entries count; whatever entry is returned is at or below ``offset``
+    even when the index is not sorted (a preallocated zero tail), so scanning forward from its position
+    stays correct."""
+    lo, hi = 0, len(data) // OFFSET_ENTRY.size
+    unpack = OFFSET_ENTRY.unpack_from
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if base_offset + unpack(data, mid * OFFSET_ENTRY.size)[0] <= offset:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo == 0:
+        return None
+    rel, pos = unpack(data, (lo - 1) * OFFSET_ENTRY.size)
+    return OffsetIndexEntry(base_offset + rel, pos)
+
+
+def check_offset_index_sanity(data: bytes | memoryview, base_offset: int, path: Path | str) -> None:
+    """kafka-dump-log's ``--index-sanity-check`` of an offset index: whole entries, increasing offsets."""
+    if len(data) % OFFSET_ENTRY.size:
+        raise CorruptFileError(path, f"Index file {Path(path).name} is corrupt, found {len(data)} bytes "
+                                     f"which is neither positive nor a multiple of {OFFSET_ENTRY.size}.")
+    last = -1
+    for i, e in enumerate(_offset_entries(data, base_offset, False)):
+        if i > 0 and e.offset <= last:
+            raise CorruptFileError(path, f"Corrupt index found, index file ({path}) has non-zero size but "
+                                         f"the last offset is {e.offset} which is less than the base offset "
+                                         f"{base_offset}.")
+        last = e.offset
+
+
+def check_time_index_sanity(data: bytes | memoryview, path: Path | str) -> None:
+    """kafka-dump-log's ``--index-sanity-check`` of a time index: whole 12-byte entries."""
     if len(data) % TIME_ENTRY.size:
-        raise CorruptFileError(path, f"Time index file is corrupt, found {len(data)} bytes which is "
-                                     f"neither positive nor a multiple of {TIME_ENTRY.size}")
-    out: list[TimeIndexEntry] = []
-    for i, (ts, rel) in enumerate(TIME_ENTRY.iter_unpack(data)):
-        if stop_at_zero and i > 0 and ts == 0 and rel == 0:
-            break
-        out.append(TimeIndexEntry(ts, base_offset + rel))
-    return out
+        raise CorruptFileError(path, f"Time index file {Path(path).name} is corrupt, found {len(data)} bytes "
+                                     f"which is neither positive nor a multiple of {TIME_ENTRY.size}.")
 
 
 def _relative(offset: int, base_offset: int) -> int:

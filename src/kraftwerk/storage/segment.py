@@ -14,7 +14,7 @@ import logging
 import mmap
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -47,6 +47,8 @@ TIME_INDEX_SUFFIX = ".timeindex"
 TXN_INDEX_SUFFIX = ".txnindex"
 SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 _INT32_MAX = (1 << 31) - 1
+#: a scan drops the mapped pages behind it every this many bytes (page cache keeps them; RSS stays flat)
+RELEASE_INTERVAL_BYTES = 32 * 1024 * 1024
 _SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex)$")
 _PARTITION_DIR = re.compile(
     r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.(?P<tag>[0-9a-z]+)-(?P<kind>delete|future|stray))?$")
@@ -196,15 +198,41 @@ class SegmentReader:
     def size(self) -> int:
         return len(self.data)
 
-    def scanner(self, start: int = 0, *, validate: bool = True, deep: bool = False) -> BatchScanner:
-        return BatchScanner(self.data, start, validate=validate, deep=deep,
+    def scanner(self, start: int = 0, *, validate: bool = True, deep: bool = False,
+                end: int | None = None) -> BatchScanner:
+        return BatchScanner(self.data, start, end, validate=validate, deep=deep,
                             max_decompressed_size=self.max_decompressed_size)
+
+    def stream(self, batches: Iterable[RecordBatch]) -> Iterator[RecordBatch]:
+        """Iterate ``batches`` (in file order, from this reader) releasing the mapped pages behind them.
+
+        Touched pages of a file mapping count towards the process's resident memory until unmapped,
+        so a plain scan of a 1 GiB segment ends with 1 GiB resident. Every
+        ``RELEASE_INTERVAL_BYTES`` this drops the pages before the current batch from the mapping
+        (``MADV_DONTNEED``; the data stays in the page cache and earlier batch views stay valid,
+        they just fault the page back in if read again).
+        """
+        mapping = self._map
+        if mapping is None or not hasattr(mapping, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
+            yield from batches
+            return
+        page = mmap.PAGESIZE
+        released = 0
+        for batch in batches:
+            yield batch
+            upto = batch.position - batch.position % page
+            if upto - released >= RELEASE_INTERVAL_BYTES:
+                try:
+                    mapping.madvise(mmap.MADV_DONTNEED, released, upto - released)
+                except (OSError, ValueError) as exc:  # the map was closed under us, or no support
+                    log.debug("%s: cannot release mapped pages: %s", self.path, exc)
+                released = upto
 
     def batches(self, start: int = 0, *, validate: bool = True, deep: bool = False) -> Iterator[RecordBatch]:
         """Every batch from ``start``; a partial batch at the very end is ignored like Kafka's readers,
         anything else wrong raises :class:`CorruptFileError`."""
         scanner = self.scanner(start, validate=validate, deep=deep)
-        yield from scanner
+        yield from self.stream(scanner)
         tail = scanner.tail
         if tail is not None and tail.reason is not TailReason.TRUNCATED:
             raise CorruptFileError(self.path, tail.message, position=tail.position)
@@ -219,7 +247,7 @@ class SegmentReader:
         next_offset: int | None = None
         tail: Tail | None = None
         valid = 0
-        for batch in scanner:
+        for batch in self.stream(scanner):
             bad = _offset_problem(batch, self.base_offset)
             if bad is None and next_offset is not None and batch.base_offset < next_offset:
                 bad = (f"batch base offset {batch.base_offset} is below the previous batch's next "
@@ -237,8 +265,12 @@ class SegmentReader:
 
     def summaries(self) -> list[BatchSummary]:
         """Position, size, last offset and max timestamp of each valid batch (for index work)."""
-        return [BatchSummary(b.position, b.size, b.last_offset, b.max_timestamp)
-                for b in self.scanner(validate=False)]
+        return list(self.iter_summaries())
+
+    def iter_summaries(self) -> Iterator[BatchSummary]:
+        """``summaries()`` streamed: one small value per batch, pages released as the scan goes."""
+        for b in self.stream(self.scanner(validate=False)):
+            yield BatchSummary(b.position, b.size, b.last_offset, b.max_timestamp)
 
     def close(self) -> None:
         if self._view is not None:
@@ -274,6 +306,14 @@ def _offset_problem(batch: RecordBatch, base_offset: int) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def map_file(path: Path) -> Iterator[memoryview]:
+    """Any file's bytes memory-mapped read-only for the duration of a ``with`` (indexes, snapshots);
+    an empty file is an empty view, an unreadable one a :class:`StorageIOError` naming it."""
+    with SegmentReader(path) as reader:
+        yield reader.data
+
+
 def iter_segment_batches(path: Path, *, validate: bool = True) -> Iterator[RecordBatch]:
     """Stream the batches of one ``.log`` file (the mapping closes when the iterator finishes)."""
     with SegmentReader(path) as reader:
@@ -292,7 +332,7 @@ def compute_indexes(log_path: Path,
                     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> SegmentIndexes:
     """The index entries Kafka would rebuild for this segment's valid batches."""
     with SegmentReader(log_path) as reader:
-        offsets, times = build_indexes(reader.summaries(), index_interval_bytes)
+        offsets, times = build_indexes(reader.iter_summaries(), index_interval_bytes)
     return SegmentIndexes(tuple(offsets), tuple(times))
 
 
