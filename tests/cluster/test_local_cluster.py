@@ -1,0 +1,64 @@
+"""Acceptance: real Kafka clients against `kraftwerk cluster up` (controllers + brokers on loopback)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kraftwerk.cli.main import main as cli_main
+
+pytestmark = [pytest.mark.cluster, pytest.mark.interop, pytest.mark.timeout(120)]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    root = tmp_path_factory.mktemp("cluster")
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli_main(["cluster", "up", "--dir", str(root), "--controllers", "3", "--brokers", "2"]) == 0
+    bootstrap = out.getvalue().strip().splitlines()[-1]
+    try:
+        yield root, bootstrap
+    finally:
+        cli_main(["cluster", "down", "--dir", str(root)])
+
+
+def test_kafka_python_admin_client(cluster: tuple[Path, str]) -> None:
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    _, bootstrap = cluster
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
+    try:
+        described = admin.describe_cluster()
+        assert sorted(b["broker_id"] for b in described["brokers"]) == [4, 5]
+        versions = admin._manager.broker_version_data.api_versions  # what api_versions reports
+        assert 60 in versions and 3 in versions
+        configs = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, "4")])
+        assert configs
+    finally:
+        admin.close()
+
+
+def test_confluent_kafka_describe_cluster(cluster: tuple[Path, str]) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    _, bootstrap = cluster
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    result = admin.describe_cluster(request_timeout=10).result(timeout=20)
+    assert sorted(n.id for n in result.nodes) == [4, 5]
+
+
+def test_cluster_status_json(cluster: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
+    root, _ = cluster
+    capsys.readouterr()
+    assert cli_main(["cluster", "status", "--dir", str(root), "--output", "json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert [n["state"] for n in status["nodes"]] == ["ready"] * 5
+    assert all(n["finalizedFeatures"]["metadata.version"] > 0 for n in status["nodes"])
