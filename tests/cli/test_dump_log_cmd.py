@@ -157,3 +157,85 @@ def test_time_index_dump(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     code, lines, err = _dump(capsys, "--files", str(log.with_suffix(".timeindex")))
     assert code == 0 and err == ""
     assert lines[1:] == [f"timestamp: {t} offset: {o}" for t, o in stamps]
+
+
+# ---------------------------------------------------------------- progress bar and memory
+
+def _synthetic(tmp_path: Path, size: int, name: str = "00000000000000000000.log") -> Path:
+    from bench.bench_memory import write_synthetic_segment
+
+    path = tmp_path / name
+    write_synthetic_segment(path, size, value_size=512, per_batch=50)
+    return path
+
+
+@pytest.mark.parametrize(("stderr_tty", "stdout_tty", "shown"), [
+    (True, False, True), (False, False, False), (True, True, False), (False, True, False)])
+def test_progress_bar_only_when_stderr_is_a_terminal_and_stdout_is_not(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        stderr_tty: bool, stdout_tty: bool, shown: bool) -> None:
+    import sys
+
+    from kraftwerk.cli import dump_log_cmd
+
+    path = _synthetic(tmp_path, 256 * 1024)
+    _, plain, err = _dump(capsys, "--deep-iteration", "--files", str(path))
+    assert err == ""
+    monkeypatch.setattr(dump_log_cmd, "PROGRESS_MIN_BYTES", 1024)
+    monkeypatch.setattr(dump_log_cmd, "_is_terminal",
+                        lambda s: (stderr_tty and s is sys.stderr) or (stdout_tty and s is sys.stdout))
+    code, lines, err = _dump(capsys, "--deep-iteration", "--files", str(path))
+    assert code == 0
+    assert lines == plain  # the bar never touches the text Kafka's tool would print
+    assert (path.name in err) is shown
+    assert ("\x1b[" in err) is shown  # drawn with terminal control sequences, on stderr only
+
+
+def test_small_files_get_no_progress_bar(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                         tmp_path: Path) -> None:
+    import sys
+
+    from kraftwerk.cli import dump_log_cmd
+
+    monkeypatch.setattr(dump_log_cmd, "_is_terminal", lambda s: s is sys.stderr)
+    path = _synthetic(tmp_path, 64 * 1024)
+    code, _, err = _dump(capsys, "--files", str(path))
+    assert code == 0 and err == ""  # far below PROGRESS_MIN_BYTES
+
+
+def _traced_peak(run: object) -> int:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        run()  # type: ignore[operator]
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_dump_log_memory_does_not_grow_with_the_file(tmp_path: Path) -> None:
+    from kraftwerk.cli.dump_log_cmd import Options, dump_log
+
+    small = _synthetic(tmp_path, 256 * 1024, "00000000000000000000.log")
+    large = _synthetic(tmp_path, 4 * 1024 * 1024, "00000000000000100000.log")
+    written = [0]
+
+    def sink(text: str) -> None:
+        written[0] += len(text)
+
+    def dump(path: Path) -> None:
+        problems: list[str] = []
+        opts = Options(print_contents=True, deep=True, metadata=False, skip_record_metadata=False,
+                       max_bytes=2**31 - 1, verify_only=False, sanity_only=False, json=False, out=sink)
+        dump_log(path, opts, problems)
+        assert problems == []
+
+    dump(small)  # warm-up: lazily built tables and caches are not part of the measurement
+    small_peak = _traced_peak(lambda: dump(small))
+    before = written[0]
+    large_peak = _traced_peak(lambda: dump(large))
+    assert written[0] - before > 4 * 1024 * 1024  # every record's payload went through
+    # a batch of 50 x 512 B records and its lines (about 40 KiB), not the 4 MiB file
+    assert large_peak < 512 * 1024
+    assert large_peak < small_peak * 1.5 + 128 * 1024

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import mmap
+import tracemalloc
+from pathlib import Path
+
 import pytest
 
 from kraftwerk.records import (
@@ -106,3 +110,31 @@ def test_decompression_cap_applies_to_batches() -> None:
     with pytest.raises(DecompressionLimitError):
         list(batch.records())
     assert isinstance(DecompressionLimitError("x", 1), RecordsError)
+
+
+def test_deep_scan_memory_is_one_batch_not_the_buffer(tmp_path: Path) -> None:
+    """A deep, validating scan of a mapped file allocates per batch: the traced peak does not grow
+    with the file (the mapping itself is not a Python allocation)."""
+    from bench.bench_memory import write_synthetic_segment
+
+    def peak(path: Path) -> int:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            view = memoryview(mm)
+            tracemalloc.start()
+            try:
+                scanner = BatchScanner(view, validate=True, deep=True)
+                count = sum(batch.record_count for batch in scanner)
+                assert scanner.tail is None and count > 0
+                return tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+                del scanner
+                view.release()
+
+    small, large = tmp_path / "small.log", tmp_path / "large.log"
+    write_synthetic_segment(small, 256 * 1024, value_size=1024, per_batch=50)
+    write_synthetic_segment(large, 6 * 1024 * 1024, value_size=1024, per_batch=50)
+    peak(small)  # warm-up
+    small_peak, large_peak = peak(small), peak(large)
+    assert large_peak < 512 * 1024  # about one 50 KiB batch and its records
+    assert large_peak < small_peak * 1.5 + 64 * 1024

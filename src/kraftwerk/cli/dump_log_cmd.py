@@ -142,7 +142,7 @@ def _progress(name: str, size: int) -> Iterator[Callable[[int], None]]:
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
     step = max(1, size // _PROGRESS_STEPS)
-    console = Console(file=sys.stderr)
+    console = Console(file=sys.stderr, force_terminal=True)  # _is_terminal already said so
     with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
                   console=console, transient=True, redirect_stdout=False, redirect_stderr=False) as bar:
         task = bar.add_task(name, total=size)

@@ -48,7 +48,7 @@ TXN_INDEX_SUFFIX = ".txnindex"
 SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 _INT32_MAX = (1 << 31) - 1
 #: a scan drops the mapped pages behind it every this many bytes (page cache keeps them; RSS stays flat)
-RELEASE_INTERVAL_BYTES = 32 * 1024 * 1024
+RELEASE_INTERVAL_BYTES = 16 * 1024 * 1024
 _SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex)$")
 _PARTITION_DIR = re.compile(
     r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.(?P<tag>[0-9a-z]+)-(?P<kind>delete|future|stray))?$")
