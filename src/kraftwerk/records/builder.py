@@ -42,6 +42,10 @@ _LEGACY_V1 = struct.Struct(">bbq")
 _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 _CONTROL_KEY = struct.Struct(">hh")
+#: the v2 header in two parts: what precedes the CRC (base offset, length, leader epoch, magic, crc)
+#: and what the CRC covers (attributes, last offset delta, timestamps, producer fields, count)
+V2_HEAD = struct.Struct(">qiibI")
+V2_TAIL = struct.Struct(">hiqqqhii")
 _END_TXN_VALUE = struct.Struct(">hi")
 _INT32_MAX = 0x7FFFFFFF
 _NULL_LEN_V2 = varint(-1)
@@ -66,41 +70,46 @@ _vi = small_varint
 
 def encode_v2_record(offset_delta: int, timestamp_delta: int, key: Bytes | None, value: Bytes | None,
                      headers: Sequence[Header] = ()) -> bytes:
-    """One v2 record, length prefix included (Kafka's DefaultRecord.writeTo)."""
+    """One v2 record, length prefix included (Kafka's DefaultRecord.writeTo).
+
+    The size is computed before writing, so the record is joined once (no body copy for the prefix).
+    """
     table = _VARINTS
     small = _SMALL
-    parts: list[Bytes] = [
-        b"\x00",
-        table[timestamp_delta + small] if -small <= timestamp_delta < small else varlong(timestamp_delta),
-        table[offset_delta + small] if -small <= offset_delta < small else varint(offset_delta),
-    ]
+    ts = table[timestamp_delta + small] if -small <= timestamp_delta < small else varlong(timestamp_delta)
+    off = table[offset_delta + small] if -small <= offset_delta < small else varint(offset_delta)
     if key is None:
-        parts.append(_NULL_LEN_V2)
+        key_size = _NULL_LEN_V2
+        key = b""
     else:
-        parts.append(_vi(len(key)))
-        parts.append(key)
+        n = len(key)
+        key_size = table[n + small] if n < small else varint(n)
     if value is None:
-        parts.append(_NULL_LEN_V2)
+        value_size = _NULL_LEN_V2
+        value = b""
     else:
-        parts.append(_vi(len(value)))
-        parts.append(value)
-    if not headers:
-        parts.append(b"\x00")
-    else:
-        parts.append(_vi(len(headers)))
-        for hkey, hval in headers:
-            if hkey is None:
-                raise RecordsBuildError("Invalid null header key found in headers")
-            kb = hkey.encode("utf-8")
-            parts.append(_vi(len(kb)))
-            parts.append(kb)
-            if hval is None:
-                parts.append(_NULL_LEN_V2)
-            else:
-                parts.append(_vi(len(hval)))
-                parts.append(hval)
-    body = b"".join(parts)
-    return _vi(len(body)) + body
+        n = len(value)
+        value_size = table[n + small] if n < small else varint(n)
+    tail = _encode_headers(headers) if headers else b"\x00"
+    size = 1 + len(ts) + len(off) + len(key_size) + len(key) + len(value_size) + len(value) + len(tail)
+    return b"".join((table[size + small] if size < small else varint(size), b"\x00", ts, off,
+                     key_size, key, value_size, value, tail))
+
+
+def _encode_headers(headers: Sequence[Header]) -> bytes:
+    parts: list[Bytes] = [_vi(len(headers))]
+    for hkey, hval in headers:
+        if hkey is None:
+            raise RecordsBuildError("Invalid null header key found in headers")
+        kb = hkey.encode("utf-8")
+        parts.append(_vi(len(kb)))
+        parts.append(kb)
+        if hval is None:
+            parts.append(_NULL_LEN_V2)
+        else:
+            parts.append(_vi(len(hval)))
+            parts.append(hval)
+    return b"".join(parts)
 
 
 def encode_legacy_message(magic: int, attributes: int, timestamp: int, key: Bytes | None,
@@ -138,7 +147,28 @@ def write_v2_header(out: bytearray, base_offset: int, partition_leader_epoch: in
     V2_HEADER.pack_into(out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC_V2, 0,
                         attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
                         producer_epoch, base_sequence, count)
-    _U32.pack_into(out, 17, crc32c(memoryview(out)[21:]))
+    with memoryview(out) as view:
+        _U32.pack_into(out, 17, crc32c(view[21:]))
+
+
+def join_v2_batch(payload: Sequence[Bytes], base_offset: int, partition_leader_epoch: int, attributes: int,
+                  last_offset_delta: int, base_timestamp: int, max_timestamp: int, producer_id: int,
+                  producer_epoch: int, base_sequence: int, count: int) -> bytes:
+    """A whole v2 batch from its header fields and its records section in pieces (already compressed).
+
+    The CRC-32C runs over the pieces one after the other and the batch is joined once: a 1 MiB batch
+    is copied once instead of three times (join, header buffer, final bytes).
+    """
+    tail = V2_TAIL.pack(attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
+                        producer_epoch, base_sequence, count)
+    crc = crc32c(tail)
+    size = 0
+    for piece in payload:
+        crc = crc32c(piece, crc)
+        size += len(piece)
+    head = V2_HEAD.pack(base_offset, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + size, partition_leader_epoch,
+                        MAGIC_V2, crc)
+    return b"".join((head, tail, *payload))
 
 
 class RecordsBuilder:
@@ -296,27 +326,27 @@ class RecordsBuilder:
         self._validate_producer_state()
         if self._count == 0:
             return b""
-        records = b"".join(self._parts)
         assert self._last_offset is not None
         if self.magic == MAGIC_V2:
-            return self._build_v2(records)
+            return self._build_v2()
+        records = b"".join(self._parts)
         if self.compression is CompressionType.NONE:
             return records
         return self._build_wrapper(records)
 
-    def _build_v2(self, records: bytes) -> bytes:
+    def _build_v2(self) -> bytes:
         assert self._last_offset is not None and self._base_timestamp is not None
-        payload = compress(self.compression, records, magic=MAGIC_V2, level=self.compression_level)
-        out = bytearray(RECORD_BATCH_OVERHEAD)
-        out += payload
+        payload: Sequence[Bytes] = self._parts
+        if self.compression is not CompressionType.NONE:
+            payload = (compress(self.compression, b"".join(self._parts), magic=MAGIC_V2,
+                                level=self.compression_level),)
         lat = self.timestamp_type is TimestampType.LOG_APPEND_TIME
         attrs = v2_attributes(self.compression, self.timestamp_type, self.is_transactional, self.is_control,
                               self.delete_horizon_ms >= 0)
-        write_v2_header(out, self.base_offset, self.partition_leader_epoch, attrs,
-                        self._last_offset - self.base_offset, self._base_timestamp,
-                        self.log_append_time if lat else self._max_timestamp, self.producer_id,
-                        self.producer_epoch, self.base_sequence, self._count)
-        return bytes(out)
+        return join_v2_batch(payload, self.base_offset, self.partition_leader_epoch, attrs,
+                             self._last_offset - self.base_offset, self._base_timestamp,
+                             self.log_append_time if lat else self._max_timestamp, self.producer_id,
+                             self.producer_epoch, self.base_sequence, self._count)
 
     def _build_wrapper(self, records: bytes) -> bytes:
         assert self._last_offset is not None

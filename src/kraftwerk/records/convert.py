@@ -11,7 +11,6 @@ expressed before v2, batches already at or below the target pass through unchang
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 
 from crc32c import crc32c
@@ -26,7 +25,7 @@ from kraftwerk.records.batch import (
     iter_spans,
     legacy_layout,
 )
-from kraftwerk.records.builder import RecordsBuilder, small_varint
+from kraftwerk.records.builder import V2_HEAD, V2_TAIL, RecordsBuilder, small_varint
 from kraftwerk.records.errors import ConversionError
 from kraftwerk.records.types import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
@@ -41,9 +40,6 @@ from kraftwerk.records.types import (
     TimestampType,
 )
 
-# the v2 header in two parts: what precedes the CRC, and what the CRC covers (attributes .. count)
-_V2_HEAD = struct.Struct(">qiibI")
-_V2_TAIL = struct.Struct(">hiqqqhii")
 _RECORD_FIXED = b"\x00\x00\x00"  # attributes, timestamp delta 0, offset delta 0
 _NO_HEADERS = b"\x00"
 
@@ -74,14 +70,14 @@ def _append_single(out: bytearray, mv: memoryview, layout: LegacyLayout, magic: 
     value_len = value_len if value_len > 0 else 0
     body = 4 + len(key_size) + key_len + len(value_size) + value_len
     covered = b"".join((
-        _V2_TAIL.pack(attrs & 0x08 if magic == MAGIC_V1 else 0, 0, ts, ts, NO_PRODUCER_ID, NO_PRODUCER_EPOCH,
+        V2_TAIL.pack(attrs & 0x08 if magic == MAGIC_V1 else 0, 0, ts, ts, NO_PRODUCER_ID, NO_PRODUCER_EPOCH,
                       NO_SEQUENCE, 1),
         small_varint(body), _RECORD_FIXED,
         key_size, mv[key_at + 4:key_at + 4 + key_len],
         value_size, mv[value_at + 4:value_at + 4 + value_len],
         _NO_HEADERS,
     ))
-    out += _V2_HEAD.pack(offset, len(covered) + 9, NO_PARTITION_LEADER_EPOCH, MAGIC_V2, crc32c(covered))
+    out += V2_HEAD.pack(offset, len(covered) + 9, NO_PARTITION_LEADER_EPOCH, MAGIC_V2, crc32c(covered))
     out += covered
 
 
