@@ -106,10 +106,10 @@ def _tty() -> bool:
 def run_scan(args: argparse.Namespace) -> int:
     dirs = _log_dirs(args.log_dirs)
     present, missing = _split_existing(dirs)
-    for d in missing:
-        print(f"Log directory {d} does not exist or is not a directory; skipped", file=sys.stderr)
     if not present:
         raise ScanError("none of the log directories exists: " + ", ".join(dirs))
+    for d in missing:
+        print(f"Log directory {d} does not exist or is not a directory; skipped", file=sys.stderr)
     out = Path(args.out)
     start = time.monotonic()
     with _status(f"Scanning {len(present)} log dirs", _tty()):

@@ -3,19 +3,19 @@
 Both are thin: the scan is the ``kafka-log`` source written as Parquet and aggregated with Spark
 SQL into :class:`~kraftwerk.storage.scan.PartitionSummary` values; the up-conversion runs
 :func:`kraftwerk.storage.upconvert.run_work_item` once per topic-partition directory in a
-``mapInArrow`` task while the driver holds every log dir's ``.lock``.
+RDD task while the driver holds every log dir's ``.lock``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kraftwerk.spark.errors import SparkJobError
-from kraftwerk.spark.source import read_log_dirs
+from kraftwerk.spark.source import list_segments_with_spark, read_log_dirs
 from kraftwerk.storage.scan import PartitionSummary
 from kraftwerk.storage.upconvert import (
     LogDirLocks,
@@ -27,12 +27,13 @@ from kraftwerk.storage.upconvert import (
 )
 
 if TYPE_CHECKING:
-    import pyarrow as pa  # type: ignore[import-untyped]
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
 BATCHES_DIR = "batches"
+#: segment bytes per Parquet file of the batch table
+WRITE_BYTES = 4 * 1024**3
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +47,14 @@ def scan_job(spark: SparkSession, log_dirs: Sequence[str], out_dir: Path) -> Sca
     from pyspark.sql import functions as F
 
     parquet_dir = Path(out_dir) / BATCHES_DIR
-    df = read_log_dirs(spark, list(log_dirs))
+    listing = list_segments_with_spark(spark, list(log_dirs))
+    df = read_log_dirs(spark, list(log_dirs), listing=listing)
+    # the batch table is ~1/300 of the log bytes: write one Parquet file per WRITE_BYTES of input
+    # (at least one per core) instead of one per segment
+    total = sum(size for _, size in listing)
+    files = max(spark.sparkContext.defaultParallelism, -(-total // WRITE_BYTES))
+    if df.rdd.getNumPartitions() > files:
+        df = df.coalesce(files)
     try:
         df.write.mode("overwrite").parquet(str(parquet_dir))
         table = spark.read.parquet(str(parquet_dir))
@@ -83,23 +91,6 @@ def scan_job(spark: SparkSession, log_dirs: Sequence[str], out_dir: Path) -> Sca
     return ScanOutput(parquet_dir, summaries)
 
 
-_OUTCOME_DDL = ("log_dir string, topic string, partition int, base_offset bigint, status string, "
-                "batches int, legacy_batches int, records int, input_bytes bigint, output_bytes bigint, "
-                "message string")
-
-
-def _outcome_batch(outcomes: list[SegmentOutcome], pa: Any) -> pa.RecordBatch:
-    schema = pa.schema([("log_dir", pa.string()), ("topic", pa.string()), ("partition", pa.int32()),
-                        ("base_offset", pa.int64()), ("status", pa.string()), ("batches", pa.int32()),
-                        ("legacy_batches", pa.int32()), ("records", pa.int32()), ("input_bytes", pa.int64()),
-                        ("output_bytes", pa.int64()), ("message", pa.string())])
-    rows = [{"log_dir": o.log_dir, "topic": o.topic, "partition": o.partition, "base_offset": o.base_offset,
-             "status": o.status.value, "batches": o.batches, "legacy_batches": o.legacy_batches,
-             "records": o.records, "input_bytes": o.input_bytes, "output_bytes": o.output_bytes,
-             "message": o.message} for o in outcomes]
-    return pa.RecordBatch.from_pylist(rows, schema=schema)
-
-
 def upconvert_job(spark: SparkSession, log_dirs: Sequence[str], *, in_place: bool, out_dir: Path | None,
                   dry_run: bool, progress: Callable[[SegmentOutcome], None] | None = None
                   ) -> list[SegmentOutcome]:
@@ -113,20 +104,17 @@ def upconvert_job(spark: SparkSession, log_dirs: Sequence[str], *, in_place: boo
         if not todo:
             return outcomes
 
-        def convert(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            import pyarrow
+        def convert(ids: Iterable[int]) -> Iterator[tuple[Any, ...]]:
+            for item_id in ids:
+                for o in run_work_item(todo[item_id], in_place=in_place, dry_run=dry_run):
+                    yield (o.log_dir, o.topic, o.partition, o.base_offset, o.status.value, o.batches,
+                           o.legacy_batches, o.records, o.input_bytes, o.output_bytes, o.message)
 
-            for batch in batches:
-                for item_id in batch.column(0).to_pylist():
-                    done = run_work_item(todo[item_id], in_place=in_place, dry_run=dry_run)
-                    yield _outcome_batch(done, pyarrow)
-
-        df = spark.range(0, len(todo), 1, len(todo)).mapInArrow(convert, _OUTCOME_DDL)
+        # one task per partition directory; plain RDD tasks need neither pandas nor a schema
+        rdd = spark.sparkContext.parallelize(range(len(todo)), len(todo)).mapPartitions(convert)
         try:
-            for r in df.toLocalIterator():
-                o = SegmentOutcome(r["log_dir"], r["topic"], r["partition"], r["base_offset"],
-                                   Status(r["status"]), r["batches"], r["legacy_batches"], r["records"],
-                                   r["input_bytes"], r["output_bytes"], r["message"])
+            for t in rdd.toLocalIterator():
+                o = SegmentOutcome(t[0], t[1], t[2], t[3], Status(t[4]), *t[5:])
                 outcomes.append(o)
                 if progress is not None:
                     progress(o)

@@ -92,6 +92,13 @@ class KafkaLogReader(DataSourceReader):
         self.paths = _paths_option(options)
         self.schema = schema
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Spark pickles the reader into every task's command: the listing is only needed to plan
+        state = dict(self.__dict__)
+        state["listing"] = None
+        state["paths"] = []
+        return state
+
     def segments(self) -> list[SegmentFile]:
         if self.listing:
             return [locate_segment(p, size) for p, size in json.loads(self.listing)]
@@ -155,7 +162,12 @@ class KafkaLogDataSource(DataSource):
         return RECORD_SCHEMA_DDL if level == "record" else BATCH_SCHEMA_DDL
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return KafkaLogReader(self.options, schema)
+        reader = KafkaLogReader(self.options, schema)
+        # the data source is pickled into every task too: keep a fleet-sized listing out of it
+        for key in ("listing", "paths", "path"):
+            if key in self.options:
+                del self.options[key]
+        return reader
 
 
 # ---------------------------------------------------------------------- driver-side helpers
@@ -182,9 +194,10 @@ def list_segments_with_spark(spark: SparkSession, log_dirs: Sequence[str]) -> li
 
 
 def read_log_dirs(spark: SparkSession, log_dirs: Sequence[str], *, level: str = "batch",
-                  **options: str) -> DataFrame:
+                  listing: list[tuple[str, int]] | None = None, **options: str) -> DataFrame:
     """The ``kafka-log`` DataFrame of ``log_dirs`` with the listing done by Spark (``binaryFile``)."""
-    listing = list_segments_with_spark(spark, log_dirs)
+    if listing is None:
+        listing = list_segments_with_spark(spark, log_dirs)
     if not listing:  # a source without input partitions is not a valid plan
         return spark.createDataFrame([], RECORD_SCHEMA_DDL if level == "record" else BATCH_SCHEMA_DDL)
     reader = spark.read.format(FORMAT).option("level", level).option("listing", json.dumps(listing))

@@ -319,8 +319,8 @@ class LogDirLocks:
                 holder = lock_holder(d)
                 if holder is not None:
                     who = f" by process {holder.pid}" if holder.pid else ""
-                    self.locked.append(SegmentOutcome(str(d), "", -1, -1, Status.LOCKED,
-                                                      message=f"{d}/.lock is held{who}: a broker may be running"))
+                    message = f"{d}/.lock is held{who}: a broker may be running"
+                    self.locked.append(SegmentOutcome(str(d), "", -1, -1, Status.LOCKED, message=message))
                 continue
             lock = LogDirLock(d)
             try:

@@ -1,0 +1,134 @@
+"""The kafka-log data source and the pipeline jobs on a local Spark session."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from kraftwerk.storage.scan import discover_segments, scan_segments, summarize
+from kraftwerk.storage.segment import Segment, write_indexes
+from kraftwerk.storage.upconvert import Status
+from tests.conftest import golden_path
+from tests.records.helpers import XXHashModuleShim
+from tests.storage.fleet import PEERS, Fleet, build_fleet, read_partition_with_peer
+from tests.storage.helpers import make_batches, write_segment
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from kraftwerk.spark.jobs import ScanOutput
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Fleet:
+    """The ~100-partition fleet (scanned once by the module's scan job)."""
+    return build_fleet(tmp_path_factory.mktemp("fleet"))
+
+
+@pytest.fixture(scope="module")
+def small_fleet(tmp_path_factory: pytest.TempPathFactory) -> Fleet:
+    return build_fleet(tmp_path_factory.mktemp("small"), log_dirs=2, partitions_per_dir=4)
+
+
+@pytest.fixture(scope="module")
+def scanned(spark: SparkSession, fleet: Fleet, tmp_path_factory: pytest.TempPathFactory) -> ScanOutput:
+    from kraftwerk.spark.jobs import scan_job
+
+    return scan_job(spark, _dirs(fleet), tmp_path_factory.mktemp("scan-out"))
+
+
+def _dirs(fleet: Fleet) -> list[str]:
+    return [str(d) for d in fleet.log_dirs]
+
+
+def test_fleet_scans_to_the_right_counts(spark: SparkSession, fleet: Fleet, scanned: ScanOutput) -> None:
+    from pyspark.sql import functions as F
+
+    df = spark.read.parquet(str(scanned.parquet_dir))
+    rows = df.groupBy("log_dir", "topic", "partition").agg(
+        F.count("*").alias("batches"), F.sum("record_count").alias("records"),
+        F.sum(F.when(F.col("magic") < 2, 1).otherwise(0)).alias("legacy_batches"),
+        F.sum(F.when(F.col("magic") < 2, F.col("batch_size")).otherwise(0)).alias("legacy_bytes"),
+        F.sum(F.when(F.col("is_control"), 1).otherwise(0)).alias("control"),
+        F.sum(F.when(F.col("crc_valid"), 0).otherwise(1)).alias("bad"),
+        F.countDistinct("segment").alias("segments")).collect()
+    assert len(rows) == len(fleet.partitions) == 100
+    for r in rows:
+        books = fleet.books(r["log_dir"], r["topic"], r["partition"])
+        expected = (books.batches, len(books.records), books.legacy_batches, books.legacy_bytes,
+                    books.control_batches, 0, len(books.segments))
+        assert (r["batches"], r["records"], r["legacy_batches"], r["legacy_bytes"], r["control"], r["bad"],
+                r["segments"]) == expected
+
+
+def test_scan_summary_matches_the_local_scan(fleet: Fleet, scanned: ScanOutput) -> None:
+    local = summarize(scan_segments(discover_segments(fleet.log_dirs)))
+    assert [s.to_json() for s in scanned.summaries] == [s.to_json() for s in local]
+
+
+def test_one_input_partition_per_segment_and_direct_load(spark: SparkSession, small_fleet: Fleet) -> None:
+    from kraftwerk.spark.source import read_log_dirs
+
+    df = read_log_dirs(spark, _dirs(small_fleet))
+    assert df.rdd.getNumPartitions() == sum(len(b.segments) for b in small_fleet.partitions)
+    # load(paths) directly (the source lists the directories itself) gives the same table
+    direct = spark.read.format("kafka-log").load(_dirs(small_fleet))
+    assert sorted(direct.collect()) == sorted(df.collect())
+    assert len(df.collect()) == sum(b.batches for b in small_fleet.partitions)
+
+
+def test_record_level_rows(spark: SparkSession, small_fleet: Fleet) -> None:
+    from kraftwerk.spark.source import read_log_dirs
+
+    df = read_log_dirs(spark, _dirs(small_fleet), level="record", arrowBatchRows="7")
+    got: dict[tuple[str, str, int], list[tuple[object, ...]]] = {}
+    for r in df.orderBy("log_dir", "topic", "partition", "offset").collect():
+        headers = tuple((h["key"], h["value"]) for h in r["headers"])
+        got.setdefault((r["log_dir"], r["topic"], r["partition"]), []).append(
+            (r["offset"], r["timestamp"], r["key"], r["value"], headers))
+    for books in small_fleet.partitions:
+        assert got.get((str(books.log_dir), books.topic, books.partition), []) == books.records
+
+
+def test_large_segment_is_split_at_index_entries(spark: SparkSession, tmp_path: Path) -> None:
+    d = tmp_path / "logs" / "big-0"
+    write_segment(d, 0, make_batches(80, value_size=500))
+    write_indexes(Segment(d, 0), 1024)
+    df = spark.read.format("kafka-log").option("maxSplitBytes", str(16 * 1024)).load(str(tmp_path / "logs"))
+    assert df.rdd.getNumPartitions() > 3
+    rows = df.orderBy("position").collect()
+    local = scan_segments(discover_segments([tmp_path / "logs"]))
+    assert [r["position"] for r in rows] == [r.position for r in local]
+    assert sum(r["record_count"] for r in rows) == 240
+
+
+def test_kraft_metadata_log_at_batch_level(spark: SparkSession) -> None:
+    cluster = golden_path("kafka-3.7-cluster")
+    df = spark.read.format("kafka-log").load(str(cluster)).where("topic = '__cluster_metadata'")
+    stats = df.groupBy("magic").count().collect()
+    assert [(r["magic"], r["count"]) for r in stats] == [(2, 4814)]
+    assert df.where("not crc_valid or error is not null").count() == 0
+
+
+def test_upconvert_job_in_place(spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kraftwerk.spark.jobs import upconvert_job
+
+    codec = importlib.import_module("kafka.codec")
+    if codec.xxhash is None:
+        monkeypatch.setattr(codec, "xxhash", XXHashModuleShim)
+    fleet = build_fleet(tmp_path, log_dirs=2, partitions_per_dir=5)
+    outcomes = upconvert_job(spark, _dirs(fleet), in_place=True, out_dir=None, dry_run=False)
+    assert not [o for o in outcomes if o.status.is_problem]
+    assert sum(o.legacy_batches for o in outcomes if o.status is Status.CONVERTED) == sum(
+        b.legacy_batches for b in fleet.partitions)
+    for books in fleet.partitions:
+        for peer in PEERS:
+            records, magics = read_partition_with_peer(peer, books.directory)
+            assert magics == {2} and records == books.records
+    again = upconvert_job(spark, _dirs(fleet), in_place=True, out_dir=None, dry_run=False)
+    assert {o.status for o in again} == {Status.UNCHANGED}
