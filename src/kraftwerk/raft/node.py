@@ -129,11 +129,13 @@ class RaftNode:
         self._begin_pending: dict[int, int] = {}  # voter -> next send time
         self._parked: list[_ParkedFetch] = []
         self._needs_flush = False
+        self._flush_at = 0
         # resigned
         self._end_pending: dict[int, int] = {}
         # follower snapshot download
         self._download: tuple[SnapshotId, bytearray, int] | None = None  # id, bytes so far, size
         self._last_fetch_ok_ms: int | None = None
+        self._abandoned_leader: int | None = None
         # committed delivery
         snap = log.latest_snapshot()
         self._applied = log.start_offset
@@ -229,13 +231,23 @@ class RaftNode:
     def next_deadline_ms(self) -> int:
         """The earliest time ``poll`` has something to do (the host may call it earlier)."""
         times = [f.deadline_ms for f in self._in_flight.values()]
-        for t in (self._election_deadline, self._fetch_deadline, self._send_at):
+        for t in (self._election_deadline, self._fetch_deadline):
             if t is not None:
                 times.append(t)
+        if self._send_at is not None:
+            role = self._role
+            if role in (Role.PROSPECTIVE, Role.CANDIDATE):
+                if not self._votes_sent:
+                    times.append(self._send_at)
+            elif (role is Role.FOLLOWER or (role is Role.UNATTACHED and not self.config.is_voter)) and not (
+                    self._has_in_flight(API_FETCH) or self._has_in_flight(API_FETCH_SNAPSHOT)):
+                times.append(self._send_at)
         if self._role is Role.LEADER:
-            if self._needs_flush or self.log.end_offset > self.log.flushed_offset:
-                return 0
-            times.extend(p.deadline_ms for p in self._parked)
+            if self._needs_flush:
+                times.append(self._flush_at)
+            end = self.log.end_offset
+            times.extend(0 if end > p.fetch_offset or p.high_watermark != self._hw else p.deadline_ms
+                         for p in self._parked)
             times.extend(self._begin_pending.values())
             times.append(self._check_quorum_deadline())
         elif self._role is Role.RESIGNED:
@@ -254,7 +266,9 @@ class RaftNode:
         for value in records:
             builder.append(now_ms, None, value)
         self.log.append(builder.build())
-        self._needs_flush = True
+        if not self._needs_flush:
+            self._needs_flush = True
+            self._flush_at = now_ms + self.config.append_linger_ms
         return self.log.end_offset - 1
 
     def drain_committed(self) -> list[Committed]:
@@ -371,8 +385,10 @@ class RaftNode:
             self._become_prospective(now_ms, self._backoff())
         else:
             self._role = Role.UNATTACHED
-            self._election_deadline = (now_ms + self._randomized_election_timeout()) if cfg.is_voter else None
-            self._send_at = now_ms
+            if cfg.is_voter:
+                self._election_deadline = now_ms + self._randomized_election_timeout()
+            else:
+                self._send_at = now_ms
         if cfg.is_voter and len(cfg.voters) == 1 and self._role is not Role.RESIGNED:
             self._become_prospective(now_ms, 0)
 
@@ -439,6 +455,10 @@ class RaftNode:
         """KIP-996: ask for pre-votes for epoch + 1 without bumping the epoch."""
         if not self.config.is_voter:
             return
+        # the leader we gave up on: vote responses that still name it must not pull us back
+        self._abandoned_leader = self._leader_id
+        if self._leader_id == self.node_id:
+            self._leader_id = None  # a resigned leader no longer advertises itself
         self._leave_role()
         self._role = Role.PROSPECTIVE
         self._grants = {self.node_id}
@@ -476,6 +496,7 @@ class RaftNode:
         builder.append_control_record(now_ms, ControlRecordType.LEADER_CHANGE, value)
         self.log.append(builder.build())
         self._needs_flush = True
+        self._flush_at = now_ms
         self._replicas = {v: _Replica(last_fetch_ms=now_ms) for v in cfg.voters}
         self._begin_pending = {v: now_ms for v in cfg.voters if v != self.node_id}
         log.info("node %d became leader of epoch %d", self.node_id, self._epoch)
@@ -499,6 +520,8 @@ class RaftNode:
                 self._become_unattached(epoch, now_ms)
             return True
         if epoch == self._epoch and leader is not None and leader != self.node_id:
+            if self._role is Role.PROSPECTIVE and leader == self._abandoned_leader:
+                return False
             if self._role in (Role.UNATTACHED, Role.PROSPECTIVE, Role.CANDIDATE) or (
                     self._role is Role.FOLLOWER and self._leader_id != leader):
                 self._become_follower(leader, epoch, now_ms)
@@ -764,13 +787,8 @@ class RaftNode:
         fetch_offset = int(part["fetchOffset"])
         last_epoch = int(part.get("lastFetchedEpoch", -1))
         max_bytes = min(int(part.get("partitionMaxBytes", self.config.fetch_max_bytes)), self.config.fetch_max_bytes)
-        if fetch_offset < 0 or fetch_offset > self.log.end_offset:
-            # beyond our end: only possible with a diverging log; tell it where our epoch ends
-            if fetch_offset > self.log.end_offset:
-                diverged = self.log.end_offset_for_epoch(last_epoch)
-                self._respond(source, API_FETCH, version, corr, self._fetch_body(diverging=diverged))
-            else:
-                self._respond(source, API_FETCH, version, corr, self._fetch_error_body(_INVALID_REQUEST))
+        if fetch_offset < 0:
+            self._respond(source, API_FETCH, version, corr, self._fetch_error_body(_INVALID_REQUEST))
             return
         start = self.log.start_offset
         snap = self.log.latest_snapshot()
@@ -779,14 +797,16 @@ class RaftNode:
             self._respond(source, API_FETCH, version, corr, self._fetch_body(snapshot=snap))
             return
         if fetch_offset > 0 or last_epoch > 0:
+            # Kafka's validateOffsetAndEpoch; a fetch offset past our end always diverges here
             eo = self.log.end_offset_for_epoch(last_epoch)
             if eo.epoch != last_epoch or eo.offset < fetch_offset:
-                if eo.offset < start or (eo.offset < 0 and start > 0):
-                    if snap is not None:
-                        self._respond(source, API_FETCH, version, corr, self._fetch_body(snapshot=snap))
-                        return
-                self._respond(source, API_FETCH, version, corr, self._fetch_body(
-                    diverging=eo if eo.offset >= 0 else None, diverge_to_zero=eo.offset < 0))
+                if eo.offset < start and snap is not None:
+                    body = self._fetch_body(snapshot=snap)
+                elif eo.offset < 0:
+                    body = self._fetch_body(diverge_to_zero=True)
+                else:
+                    body = self._fetch_body(diverging=eo)
+                self._respond(source, API_FETCH, version, corr, body)
                 return
         # a valid position: it is the replica's durable end offset
         self._update_replica(replica, fetch_offset, now_ms)
@@ -854,7 +874,7 @@ class RaftNode:
         return others[need - 1] + self.config.fetch_timeout_ms * 3 // 2
 
     def _leader_poll(self, now_ms: int) -> None:
-        if self.log.end_offset > self.log.flushed_offset or self._needs_flush:
+        if self._needs_flush and now_ms >= self._flush_at:
             self.log.flush()  # the leader's records count only once durable
             self._needs_flush = False
             self._update_high_watermark(now_ms)

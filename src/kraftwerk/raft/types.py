@@ -97,6 +97,9 @@ class RaftConfig:
     fetch_max_wait_ms: int = 500
     fetch_max_bytes: int = 8 * 1024 * 1024
     fetch_snapshot_max_bytes: int = 1024 * 1024
+    #: ``controller.quorum.append.linger.ms``: how long the leader lets appends gather before it
+    #: flushes (they count toward the high watermark only after the flush).
+    append_linger_ms: int = 25
     #: Delete log batches below the latest snapshot once one exists (log cleaning).
     clean_log_behind_snapshot: bool = True
 
