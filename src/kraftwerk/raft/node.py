@@ -520,8 +520,6 @@ class RaftNode:
                 self._become_unattached(epoch, now_ms)
             return True
         if epoch == self._epoch and leader is not None and leader != self.node_id:
-            if self._role is Role.PROSPECTIVE and leader == self._abandoned_leader:
-                return False
             if self._role in (Role.UNATTACHED, Role.PROSPECTIVE, Role.CANDIDATE) or (
                     self._role is Role.FOLLOWER and self._leader_id != leader):
                 self._become_follower(leader, epoch, now_ms)
@@ -657,14 +655,20 @@ class RaftNode:
         part = self._partition(body)
         if body.get("errorCode", _NONE) != _NONE or part is None:
             return
-        if self._observe_epoch(int(part["leaderId"]), int(part["leaderEpoch"]), now_ms):
+        leader_id, leader_epoch = int(part["leaderId"]), int(part["leaderEpoch"])
+        granted = part["errorCode"] == _NONE and bool(part["voteGranted"])
+        # a voter that grants a pre-vote has lost its leader too: the leader it still names is the
+        # one we gave up on, so it must not pull us back (a rejection means that leader is alive)
+        stale = (granted and self._role is Role.PROSPECTIVE and leader_epoch == self._epoch
+                 and leader_id == self._abandoned_leader)
+        if not stale and self._observe_epoch(leader_id, leader_epoch, now_ms):
             return
         pre, epoch = flight.context
         if (self._role is Role.PROSPECTIVE and pre and epoch == self._epoch + 1) or (self._role is Role.CANDIDATE and not pre and epoch == self._epoch):
             pass
         else:
             return
-        if part["errorCode"] == _NONE and part["voteGranted"]:
+        if granted:
             self._grants.add(source)
             if self._has_majority(self._grants):
                 if pre:
