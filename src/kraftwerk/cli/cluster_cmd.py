@@ -1,21 +1,26 @@
-"""``kraftwerk cluster up|status|down``: a local cluster of real node processes on loopback.
+"""``kraftwerk cluster up|status|roll|down``: a local cluster of real node processes on loopback.
 
 ``up`` formats every node (the storage layer's ``format_node``, what ``kraftwerk storage format``
 runs), picks free ports, starts the processes detached (pids in ``D/cluster.json``), waits until
-each is ready and prints the brokers' bootstrap list on its last line. ``status`` asks every node
-for ApiVersions (software version, finalized features and their epoch). ``down`` sends SIGTERM
-and SIGKILLs what is still running after the grace period.
+each is ready and prints the brokers' bootstrap list on its last line. A broker whose software
+cannot support the finalized features stays fenced (the controller refuses its registration):
+``up`` does not wait for it forever; it reports it with Kafka's refusal text and exits 1, leaving
+the cluster running so that ``roll --node N --software-version S`` can fix it. ``status`` asks
+every node for ApiVersions (software version, finalized features and their epoch). ``roll``
+restarts nodes one at a time on another software version. ``down`` sends SIGTERM and SIGKILLs
+what is still running after the grace period.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from kraftwerk.cli.output import add_output_flag, print_json
+from kraftwerk.errors import KraftwerkError
 
 
 def register(groups: Any) -> None:
@@ -28,9 +33,27 @@ def register(groups: Any) -> None:
     up.add_argument("--release-version", "-r", help="metadata.version to format at (default: latest stable)")
     up.add_argument("--software-version", help="the Kafka release every node's software acts as "
                                                "(kraftwerk.software.version; default: this software)")
+    up.add_argument("--node-software-version", action="append", default=[], metavar="ID=VERSION",
+                    help="run node ID on another software version (repeatable)")
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for readiness (default 60)")
     add_output_flag(up)
     up.set_defaults(func=_up)
+    roll = commands.add_parser(
+        "roll", help="restart nodes one at a time on another software version (a rolling upgrade)",
+        description="Restart nodes one at a time (SIGTERM, wait for the exit, start, wait until ready) with "
+                    "kraftwerk.software.version set to --software-version: standby controllers first, then "
+                    "the active controller, then brokers, or the --node ids in the order given.")
+    roll.add_argument("--dir", required=True, type=Path)
+    roll.add_argument("--software-version", required=True,
+                      help="the Kafka release the restarted nodes' software acts as "
+                           "('latest': this software)")
+    roll.add_argument("--node", type=int, action="append", default=[], metavar="ID",
+                      help="restart only this node (repeatable; default: every node)")
+    roll.add_argument("--timeout", type=float, default=60.0,
+                      help="seconds to wait for each node (default 60)")
+    roll.add_argument("--grace", type=float, default=10.0, help="seconds before SIGKILL (default 10)")
+    add_output_flag(roll)
+    roll.set_defaults(func=_roll)
     status = commands.add_parser("status", help="show each node, its role, software and finalized features")
     status.add_argument("--dir", required=True, type=Path)
     add_output_flag(status)
@@ -53,21 +76,38 @@ def _up(args: argparse.Namespace) -> int:
         raise NodeError("--brokers must be at least 0")
     root.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    if args.software_version is not None:
+        _check_software(args.software_version)
     cluster = plan_cluster(root.resolve(), random_cluster_id(), args.controllers, args.brokers,
                            software_version=args.software_version)
+    for item in args.node_software_version:
+        node_id, sep, version = item.partition("=")
+        if not sep or not node_id.strip().isdigit():
+            raise NodeError(f"Invalid --node-software-version {item!r}: expected ID=VERSION")
+        _check_software(version.strip())
+        cluster.node(int(node_id)).software_version = version.strip()
     format_cluster(cluster, args.release_version)
     cluster.save()
     try:
         for node in cluster.controllers:
             cluster.start(node)
-        cluster.wait_ready(cluster.controllers, args.timeout)
+        fenced = cluster.wait_ready(cluster.controllers, args.timeout)
         for node in cluster.brokers:
-            cluster.start(node)
-        cluster.wait_ready(cluster.brokers, args.timeout)
+            if not node.is_controller:
+                cluster.start(node)
+        fenced.update(cluster.wait_ready(cluster.brokers, args.timeout))
     except BaseException:
         cluster.stop(cluster.nodes, grace_s=5)
         raise
     elapsed = time.monotonic() - started
+    if fenced:
+        for node_id, reason in sorted(fenced.items()):
+            print(f"Broker {node_id} is fenced: {reason}", file=sys.stderr)
+        ids = ", ".join(map(str, sorted(fenced)))
+        raise NodeError(f"Broker(s) {ids} stay fenced because their software cannot support the finalized "
+                        f"features; the other nodes are up in {root}. Restart them on newer software with "
+                        f"`kraftwerk cluster roll --dir {root} --node ID --software-version VERSION`, "
+                        f"or stop the cluster with `kraftwerk cluster down --dir {root}`.")
     if args.output == "json":
         print_json({"clusterId": cluster.cluster_id, "startupSeconds": round(elapsed, 3),
                     "bootstrapServers": cluster.bootstrap_servers,
@@ -82,41 +122,37 @@ def _up(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _api_versions(address: str) -> dict[str, Any] | None:
-    from kraftwerk.runtime.client import Connection
-    from kraftwerk.runtime.errors import NetworkError
+def _check_software(version: str) -> None:
+    from kraftwerk.runtime.errors import NodeError
+    from kraftwerk.versions.software import SoftwareVersion
 
-    host, port = address.rsplit(":", 1)
+    if version == "latest":
+        return
     try:
-        conn = await Connection.open(host, int(port), client_id="kraftwerk-cluster-status",
-                                     connect_timeout_s=2)
-    except NetworkError:
-        return None
-    try:
-        return await conn.request(18, 3, {"clientSoftwareName": "kraftwerk", "clientSoftwareVersion": "0"},
-                                  timeout_s=5)
-    except NetworkError:
-        return None
-    finally:
-        await conn.close()
+        SoftwareVersion.for_release(version)
+    except (KraftwerkError, ValueError) as exc:
+        raise NodeError(f"Invalid software version {version!r}: {exc}") from None
 
 
 def _status(args: argparse.Namespace) -> int:
-    from kraftwerk.runtime.local_cluster import LocalCluster, pid_alive
+    from kraftwerk.runtime.local_cluster import LocalCluster, api_versions, pid_alive
 
     cluster = LocalCluster.load(args.dir)
     rows: list[dict[str, Any]] = []
     for node in cluster.nodes:
         alive = node.pid is not None and pid_alive(node.pid)
         info = cluster.ready_info(node) if alive else None
-        body = asyncio.run(_api_versions(node.address)) if alive else None
+        refused = cluster.fenced_info(node) if alive and info is None else None
+        body = api_versions(node.address, 2.0) if alive else None
         finalized = {f["name"]: f["maxVersionLevel"] for f in (body or {}).get("finalizedFeatures", [])}
+        state = "ready" if info else ("fenced" if refused else ("starting" if alive else "stopped"))
         rows.append({
             "nodeId": node.node_id, "roles": node.roles, "address": node.address, "pid": node.pid,
-            "state": "ready" if info else ("starting" if alive else "stopped"),
-            "softwareVersion": (info or {}).get("softwareVersion", node.software_version),
+            "state": state,
+            "softwareVersion": (info or refused or {}).get("softwareVersion", node.software_version),
             "finalizedFeaturesEpoch": (body or {}).get("finalizedFeaturesEpoch"),
             "finalizedFeatures": finalized,
+            "reason": (refused or {}).get("reason"),
         })
     if args.output == "json":
         print_json({"clusterId": cluster.cluster_id, "nodes": rows})
@@ -127,7 +163,29 @@ def _status(args: argparse.Namespace) -> int:
         feats = ", ".join(f"{k}={v}" for k, v in sorted(levels.items())) or "-"
         print(f"NodeId: {r['nodeId']}\tRoles: {r['roles']}\tAddress: {r['address']}\tState: {r['state']}\t"
               f"SoftwareVersion: {r['softwareVersion'] or 'latest'}\tEpoch: {r['finalizedFeaturesEpoch']}\t"
-              f"FinalizedFeatures: {feats}")
+              f"FinalizedFeatures: {feats}" + (f"\tReason: {r['reason']}" if r["reason"] else ""))
+    return 0
+
+
+def _roll(args: argparse.Namespace) -> int:
+    from kraftwerk.runtime.local_cluster import LocalCluster, LocalNode
+
+    software = None if args.software_version == "latest" else args.software_version
+    if software is not None:
+        _check_software(software)
+    cluster = LocalCluster.load(args.dir)
+    restarted: list[dict[str, Any]] = []
+
+    def report(node: LocalNode, seconds: float) -> None:
+        restarted.append({"nodeId": node.node_id, "roles": node.roles,
+                          "softwareVersion": args.software_version, "seconds": round(seconds, 3)})
+        if args.output != "json":
+            print(f"Restarted node {node.node_id} ({node.roles}) on software {args.software_version} "
+                  f"in {seconds:.1f}s", flush=True)
+
+    cluster.roll(software, args.node, timeout_s=args.timeout, grace_s=args.grace, on_restart=report)
+    if args.output == "json":
+        print_json({"restarted": restarted})
     return 0
 
 

@@ -353,7 +353,8 @@ def result_lines(op: str, updates: Mapping[str, FeatureUpdate], results: Mapping
         else:
             verb = " can be " if dry_run else " was "
             obj = "disabled." if op == "disable" else f"{op}d to {level}."
-            lines.append(f"{name}{verb}{obj}")
+            # kraftwerk's unsafe downgrade: the loss report follows the result (never sent by Kafka).
+            lines.append(f"{name}{verb}{obj}" + (f" {result.message}" if result.message else ""))
     return lines, failures
 
 
@@ -371,7 +372,7 @@ def _update(args: argparse.Namespace) -> int:
         print_json([{"feature": name, "level": updates[name].max_version_level,
                      "upgrade_type": updates[name].upgrade_type.name, "dry_run": dry_run,
                      "error": None if results[name].ok else results[name].error.name,
-                     "message": None if results[name].ok else results[name].describe()}
+                     "message": results[name].message if results[name].ok else results[name].describe()}
                     for name in sorted(results)])
     else:
         for line in lines:

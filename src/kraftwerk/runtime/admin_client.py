@@ -447,7 +447,9 @@ def update_features_results(updates: Mapping[str, FeatureUpdate],
         return {name: failure for name in updates}
     results = value.get("results") or []
     if not results:
-        return {name: UpdateResult(Errors.NONE) for name in updates}
+        # A success may still carry a message: kraftwerk's accepted unsafe downgrade reports
+        # what was lost there (Kafka never sends one on success).
+        return {name: UpdateResult(Errors.NONE, value.get("errorMessage")) for name in updates}
     by_name = {r["feature"]: UpdateResult(Errors.for_code(r["errorCode"]), r.get("errorMessage"))
                for r in results}
     missing = UpdateResult(Errors.UNKNOWN_SERVER_ERROR, None)

@@ -10,7 +10,14 @@ Layout of ``D``::
 Controllers get ids 1..C, brokers C+1..C+B. Every node is formatted with the storage layer's
 ``format_node`` (what ``kraftwerk storage format`` runs) and started detached with
 ``python -m kraftwerk.cli.main server start``; a node is ready once its ``kraftwerk.ready`` file
-names its pid.
+names its pid, and *fenced* once its ``kraftwerk.fenced`` file does (a broker whose software
+cannot support a finalized feature level: the controller refuses its registration, so waiting
+for it would never end).
+
+:meth:`LocalCluster.roll` restarts nodes one at a time on another software version (SIGTERM,
+wait for the exit, start, wait until ready), the rehearsal of a rolling upgrade of binaries.
+:func:`wait_finalized` polls ApiVersions on every live node until all report the same finalized
+levels and epoch.
 """
 
 from __future__ import annotations
@@ -23,13 +30,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kraftwerk.runtime.errors import NodeError
-from kraftwerk.runtime.node import READY_FILE
+from kraftwerk.errors import KraftwerkError
+from kraftwerk.runtime.errors import NetworkError, NodeError
+from kraftwerk.runtime.node import FENCED_FILE, READY_FILE
 
 STATE_FILE = "cluster.json"
 CONTROLLER_LISTENER = "CONTROLLER"
@@ -177,12 +185,27 @@ class LocalCluster:
             return None
         return info if info.get("pid") == node.pid else None
 
-    def wait_ready(self, nodes: Iterable[LocalNode], timeout_s: float = 60.0) -> None:
+    def fenced_info(self, node: LocalNode) -> dict[str, Any] | None:
+        """The node's fenced file (Kafka's refusal text in ``reason``), if it names its current pid."""
+        try:
+            info: dict[str, Any] = json.loads((node.data_dir(self.root) / FENCED_FILE).read_text())
+        except (OSError, ValueError):
+            return None
+        return info if info.get("pid") == node.pid else None
+
+    def wait_ready(self, nodes: Iterable[LocalNode], timeout_s: float = 60.0) -> dict[int, str]:
+        """Wait until every node is ready or fenced; returns the fenced ones (id → reason)."""
         pending = list(nodes)
+        fenced: dict[int, str] = {}
         deadline = time.monotonic() + timeout_s
         while pending:
             for node in list(pending):
                 if self.ready_info(node) is not None:
+                    pending.remove(node)
+                    continue
+                refused = self.fenced_info(node)
+                if refused is not None:
+                    fenced[node.node_id] = str(refused.get("reason"))
                     pending.remove(node)
                 elif node.pid is not None and not pid_alive(node.pid):
                     where = node.log_path(self.root)
@@ -193,6 +216,52 @@ class LocalCluster:
                 raise NodeError(f"Timed out after {timeout_s:g}s waiting for node(s) {ids} to be ready")
             if pending:
                 time.sleep(0.05)
+        return fenced
+
+    def active_controller(self) -> int | None:
+        """The leader the controllers' ``quorum-state`` files name in the highest epoch."""
+        from kraftwerk.storage.quorum_state import read_quorum_state
+
+        best: tuple[int, int] | None = None
+        for node in self.controllers:
+            path = node.data_dir(self.root) / "__cluster_metadata-0" / "quorum-state"
+            try:
+                state = read_quorum_state(path)
+            except (OSError, ValueError, KraftwerkError):
+                continue
+            if state.leader_id >= 0 and (best is None or state.leader_epoch > best[0]):
+                best = (state.leader_epoch, state.leader_id)
+        return None if best is None else best[1]
+
+    def roll_order(self, node_ids: Sequence[int] = ()) -> list[LocalNode]:
+        """Standby controllers, then the active controller, then brokers (or ``node_ids`` as given)."""
+        if node_ids:
+            return [self.node(i) for i in node_ids]
+        active = self.active_controller()
+        controllers = sorted(self.controllers, key=lambda n: (n.node_id == active, n.node_id))
+        return controllers + [n for n in self.brokers if not n.is_controller]
+
+    def roll(self, software_version: str | None, node_ids: Sequence[int] = (), *, timeout_s: float = 60.0,
+             grace_s: float = 10.0,
+             on_restart: Callable[[LocalNode, float], None] | None = None) -> list[int]:
+        """Restart nodes one at a time on ``software_version`` (None: this software): SIGTERM, wait
+        for the exit, start, wait until ready. Stops at a node that comes back fenced (NodeError
+        with Kafka's refusal text). Returns the restarted ids."""
+        done: list[int] = []
+        for node in self.roll_order(node_ids):
+            started = time.monotonic()
+            self.stop([node], grace_s=grace_s)
+            node.software_version = software_version
+            self.start(node)
+            fenced = self.wait_ready([node], timeout_s)
+            if fenced:
+                raise NodeError(
+                    f"Broker {node.node_id} restarted on software {software_version or 'latest'} but stays "
+                    f"fenced: {fenced[node.node_id]}")
+            done.append(node.node_id)
+            if on_restart is not None:
+                on_restart(node, time.monotonic() - started)
+        return done
 
     def stop(self, nodes: Sequence[LocalNode], grace_s: float = 10.0) -> list[int]:
         """SIGTERM, then SIGKILL after ``grace_s``; returns the ids that had to be killed."""
@@ -283,3 +352,72 @@ def format_cluster(cluster: LocalCluster, release_version: str | None) -> None:
         format_node(cluster_id=cluster.cluster_id, node_id=node.node_id, log_dirs=[data],
                     metadata_log_dir=data, release_version=release_version,
                     controller_listener_name=CONTROLLER_LISTENER)
+
+
+# --- feature polling (ApiVersions on each node) -----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFeatures:
+    """What one node's ApiVersions reports: finalized levels (0-level features absent) and epoch."""
+
+    node_id: int
+    finalized: Mapping[str, int]
+    epoch: int
+
+
+async def _api_versions_async(address: str, timeout_s: float) -> dict[str, Any] | None:
+    from kraftwerk.runtime.client import Connection
+
+    host, port = address.rsplit(":", 1)
+    try:
+        conn = await Connection.open(host, int(port), client_id="kraftwerk-cluster",
+                                     connect_timeout_s=timeout_s)
+    except NetworkError:
+        return None
+    try:
+        body: dict[str, Any] = await conn.request(
+            18, 3, {"clientSoftwareName": "kraftwerk", "clientSoftwareVersion": "0"}, timeout_s=timeout_s)
+        return body
+    except NetworkError:
+        return None
+    finally:
+        await conn.close()
+
+
+def api_versions(address: str, timeout_s: float = 5.0) -> dict[str, Any] | None:
+    """One ApiVersions v3 call (None when the node does not answer)."""
+    import asyncio
+
+    return asyncio.run(_api_versions_async(address, timeout_s))
+
+
+def node_features(node: LocalNode) -> NodeFeatures | None:
+    body = api_versions(node.address)
+    if body is None or body.get("errorCode", 0) != 0:
+        return None
+    levels = {f["name"]: f["maxVersionLevel"] for f in body.get("finalizedFeatures", [])}
+    return NodeFeatures(node.node_id, levels, int(body.get("finalizedFeaturesEpoch", -1)))
+
+
+def wait_finalized(cluster: LocalCluster, expected: Mapping[str, int], *, timeout_s: float = 30.0,
+                   nodes: Sequence[LocalNode] | None = None) -> dict[int, NodeFeatures]:
+    """Poll ApiVersions on every node (controllers and brokers) until each reports ``expected``
+    (level 0 = absent) and all report the same FinalizedFeaturesEpoch; NodeError after
+    ``timeout_s`` naming the nodes that lag. A failure bound, not a performance target."""
+    targets = list(nodes if nodes is not None else cluster.nodes)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        seen: dict[int, NodeFeatures] = {}
+        for node in targets:
+            got = node_features(node)
+            if got is not None and all(got.finalized.get(k, 0) == v for k, v in expected.items()):
+                seen[node.node_id] = got
+        epochs = {f.epoch for f in seen.values()}
+        if len(seen) == len(targets) and len(epochs) == 1:
+            return seen
+        if time.monotonic() > deadline:
+            lagging = sorted(n.node_id for n in targets if n.node_id not in seen)
+            raise NodeError(f"Timed out after {timeout_s:g}s waiting for {dict(expected)} on every node: "
+                            f"lagging {lagging}, epochs {sorted(epochs)}")
+        time.sleep(0.1)

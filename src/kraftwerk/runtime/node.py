@@ -17,7 +17,15 @@ The node checks that its directories are formatted (``meta.properties``), locks 
 
 Readiness: once the listeners are bound, a leader is known and (on a controller) the image holds
 a metadata.version, the node logs ``Kafka Server started`` and writes ``kraftwerk.ready``
-(its pid, listeners and roles) into the metadata log dir; shutting down removes it.
+(its pid, listeners and roles) into the metadata log dir; shutting down removes it. A broker whose
+registration the controller refuses (its software cannot support a finalized feature level) stays
+fenced and writes ``kraftwerk.fenced`` (its pid and Kafka's UnsupportedVersionException text) so
+that ``kraftwerk cluster up|roll|status`` can report it instead of waiting for it.
+
+Brokers forward admin requests (UpdateFeatures) to the active controller inside an
+EnvelopeRequest (KIP-590, :mod:`kraftwerk.runtime.forwarding`); standby controllers send
+ControllerRegistration to the active one once the metadata.version supports it (3.7-IV0, KIP-919),
+and again when their supported features change (a rolling upgrade of the software).
 
 A fatal fault (an unsupported FeatureLevelRecord, KIP-778 fail-stop) logs one line and makes the
 process exit with code 1.
@@ -49,6 +57,7 @@ from kraftwerk.controller.errors import FatalFaultError
 from kraftwerk.controller.features import noop_record
 from kraftwerk.controller.quorum import (
     CONTROLLER_API_KEYS,
+    CONTROLLER_REGISTRATION,
     RAFT_API_KEYS,
     QuorumController,
     not_controller_body,
@@ -68,6 +77,7 @@ from kraftwerk.raft import (
 from kraftwerk.runtime.client import ReconnectingClient
 from kraftwerk.runtime.config import ServerConfig
 from kraftwerk.runtime.errors import NetworkError, NodeError
+from kraftwerk.runtime.forwarding import ENVELOPE, ForwardingError, envelope_body, unwrap_response
 from kraftwerk.runtime.raft_host import RaftHost, wall_clock_ms
 from kraftwerk.runtime.server import KafkaServer, Request
 from kraftwerk.storage.lock import LogDirLock
@@ -77,9 +87,12 @@ from kraftwerk.storage.properties import read_meta_properties
 log = logging.getLogger("kraftwerk.node")
 
 READY_FILE = "kraftwerk.ready"
+FENCED_FILE = "kraftwerk.fenced"
 METADATA_DIR_NAME = "__cluster_metadata-0"
 BOOTSTRAP_FILE = "bootstrap.checkpoint"
 APPEND_COMMIT_TIMEOUT_S = 10.0
+CONTROLLED_SHUTDOWN_TIMEOUT_S = 5.0
+CONTROLLER_REGISTRATION_RETRY_MS = 1000
 
 
 def check_formatted(config: ServerConfig) -> str:
@@ -108,8 +121,9 @@ def check_formatted(config: ServerConfig) -> str:
     return distinct.pop()
 
 
-def open_raft_log(metadata_log_dir: Path) -> tuple[Any, Any]:
-    """The file-backed raft log and quorum-state store (RAFT's ``runtime.raft_log_files``)."""
+def open_raft_log(metadata_log_dir: Path, voters: tuple[int, ...]) -> tuple[Any, Any]:
+    """The file-backed raft log and quorum-state store (RAFT's ``runtime.raft_log_files``; the
+    interim write-through log while that module is absent)."""
     import importlib
 
     try:
@@ -117,8 +131,10 @@ def open_raft_log(metadata_log_dir: Path) -> tuple[Any, Any]:
     except ModuleNotFoundError as exc:
         if exc.name != "kraftwerk.runtime.raft_log_files":
             raise
-        module = importlib.import_module("kraftwerk.runtime.interim_raft_log")
-    opened: tuple[Any, Any] = module.open_metadata_log(metadata_log_dir / METADATA_DIR_NAME)
+        interim: Any = importlib.import_module("kraftwerk.runtime.interim_raft_log")
+        fallback: tuple[Any, Any] = interim.open_metadata_log(metadata_log_dir / METADATA_DIR_NAME)
+        return fallback
+    opened: tuple[Any, Any] = module.open_metadata_log(metadata_log_dir, voters)
     return opened
 
 
@@ -146,6 +162,8 @@ class Node:
         self._controller_apis = declared_api_ranges(CONTROLLER_API_KEYS + RAFT_API_KEYS)
         self._idle_interval_ms = int(config.raw.get("metadata.max.idle.interval.ms", "500") or 500)
         self._last_write_ms = 0
+        self._shutdown_done = asyncio.Event()
+        self._registration_sent_ms = 0
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -160,7 +178,7 @@ class Node:
             except KraftwerkError as exc:
                 raise NodeError(str(exc)) from None
             self._locks.append(lock)
-        raft_log, state_store = open_raft_log(self.metadata_dir)
+        raft_log, state_store = open_raft_log(self.metadata_dir, config.voter_ids)
         raft_config = RaftConfig(
             node_id=config.node_id, voters=config.voter_ids, cluster_id=self.cluster_id,
             election_timeout_ms=config.election_timeout_ms, fetch_timeout_ms=config.fetch_timeout_ms,
@@ -172,9 +190,10 @@ class Node:
             self.controller = self._make_controller()
         if config.is_broker:
             self.broker = self._make_broker()
-            self._controller_clients = {
-                v.node_id: ReconnectingClient(v.host, v.port, client_id=f"broker-{config.node_id}")
-                for v in config.quorum_voters}
+        role = "broker" if config.is_broker else "controller"
+        self._controller_clients = {
+            v.node_id: ReconnectingClient(v.host, v.port, client_id=f"{role}-{config.node_id}")
+            for v in config.quorum_voters if v.node_id != config.node_id}
         peers = {v.node_id: (v.host, v.port) for v in config.quorum_voters}
         self.raft = RaftHost(raft_node, peers, on_committed=self._on_committed,
                              client_id=f"raft-client-{config.node_id}",
@@ -229,10 +248,27 @@ class Node:
                     continue
                 if call.api_key == 62:
                     broker.handle_registration_response(response, wall_clock_ms())
+                    self._write_fenced_file(broker.last_refusal)
+                elif call.api_key == 64:
+                    continue
                 else:
                     broker.handle_heartbeat_response(response, wall_clock_ms())
                 self._check_ready()
+            if broker.is_shutdown_complete:
+                self._shutdown_done.set()
             await asyncio.sleep(0.05)
+
+    def _write_fenced_file(self, reason: str | None) -> None:
+        path = self.metadata_dir / FENCED_FILE
+        if reason is None:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            return
+        info = {"pid": os.getpid(), "nodeId": self.config.node_id, "reason": reason,
+                "softwareVersion": self.config.software.release}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(info) + "\n")
+        tmp.replace(path)
 
     def _make_controller(self) -> QuorumController:
         bootstrap_path = self.metadata_dir / BOOTSTRAP_FILE
@@ -246,10 +282,20 @@ class Node:
             bootstrap_source=f"the binary bootstrap metadata file: {bootstrap_path}",
             session_timeout_ms=self.config.broker_session_timeout_ms, listeners=listeners,
             api_versions=self._controller_apis,
+            # The raft core has no KIP-853 voter changes yet, so kraft.version stays at its level.
+            kraft_version_upgrades=False,
         )
 
     async def stop(self) -> None:
         log.info("[KafkaRaftServer nodeId=%d] shutting down", self.config.node_id)
+        broker = self.broker
+        if broker is not None and self.exit_code == 0 and broker.broker_epoch >= 0:
+            # Kafka's controlled shutdown: the next heartbeat asks to be fenced and let go.
+            broker.begin_controlled_shutdown(wall_clock_ms())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._shutdown_done.wait(), CONTROLLED_SHUTDOWN_TIMEOUT_S)
+            log.info("[BrokerServer id=%d] Controlled shutdown %s.", self.config.node_id,
+                     "complete" if broker.is_shutdown_complete else "timed out")
         for task in list(self._tasks):
             task.cancel()
         for server in self.servers:
@@ -263,6 +309,8 @@ class Node:
             except Exception:
                 log.exception("closing the metadata log failed")
         self._remove_ready_file()
+        with contextlib.suppress(FileNotFoundError):
+            (self.metadata_dir / FENCED_FILE).unlink()
         for lock in self._locks:
             lock.release()
         log.info("[KafkaRaftServer nodeId=%d] shut down completed", self.config.node_id)
@@ -272,6 +320,16 @@ class Node:
         log.error("Encountered fatal fault: %s", message)
         self.exit_code = 1
         self.stopped.set()
+
+    async def _send_cleanup_then_fail(self, calls: tuple[Any, ...], message: str) -> None:
+        """KIP-778 fail-stop of a registered broker: unregister first, then exit."""
+        for call in calls:
+            try:
+                await asyncio.wait_for(self._controller_request(call.api_key, call.max_version,
+                                                                call.body_for(call.max_version)), 3.0)
+            except (NetworkError, TimeoutError) as exc:
+                log.warning("could not send %s before exiting: %s", call.api_key, exc)
+        self.fail(message)
 
     def _spawn(self, coro: Any, name: str) -> None:
         task = asyncio.create_task(coro, name=name)
@@ -295,6 +353,8 @@ class Node:
     def _remove_ready_file(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             self._ready_path().unlink()
+        with contextlib.suppress(FileNotFoundError):
+            (self.metadata_dir / FENCED_FILE).unlink()
 
     def _check_ready(self) -> None:
         if self._ready or self.raft is None or self.raft.node.leader_id is None:
@@ -323,15 +383,18 @@ class Node:
                         controller.load_snapshot(list(item.records), end_offset=item.end_offset,
                                                  epoch=item.epoch)
                     if self.broker is not None:
-                        self.broker.load_snapshot(list(item.records), end_offset=item.end_offset,
-                                                  epoch=item.epoch)
+                        for effect in self.broker.load_snapshot(
+                                list(item.records), end_offset=item.end_offset, epoch=item.epoch):
+                            self._handle_core_effect(effect, "broker")
+                    log.info("Loaded snapshot %020d-%010d (%d records)", item.end_offset, item.epoch,
+                             len(item.records))
                     continue
                 assert isinstance(item, CommittedBatch)
                 if self.broker is not None:
                     for effect in self.broker.replay(
                             item.base_offset, [] if item.is_control else list(item.records), epoch=item.epoch,
                             append_time_ms=item.append_time_ms, last_offset=item.last_offset):
-                        self._handle_core_effect(effect)
+                        self._handle_core_effect(effect, "broker")
                 if controller is not None:
                     effects = controller.replay(
                         item.base_offset, [] if item.is_control else list(item.records), epoch=item.epoch,
@@ -339,20 +402,25 @@ class Node:
                     for effect in effects:
                         self._handle_core_effect(effect)
             except FatalFaultError as exc:
-                self.fail(str(exc))
+                cleanup = tuple(getattr(exc, "cleanup", ()) or ())
+                if cleanup:
+                    self._spawn(self._send_cleanup_then_fail(cleanup, str(exc)), "fatal-fault-cleanup")
+                else:
+                    self.fail(str(exc))
                 return
         self._check_ready()
 
-    def _handle_core_effect(self, effect: Any) -> None:
+    def _handle_core_effect(self, effect: Any, source: str = "controller") -> None:
         if isinstance(effect, MetadataVersionChanged):
             log.info("metadata.version changed at offset %d: %s -> %s%s", effect.offset, effect.previous,
                      effect.current, f" (lost: {'; '.join(effect.losses)})" if effect.losses else "")
         elif isinstance(effect, CloseClientConnections):
-            closed = sum(s.close_connections() for s in self.servers
+            closed = sum(s.close_connections(graceful=True) for s in self.servers
                          if s.listener not in self.config.controller_listener_names)
             log.info("Closed %d client connections: %s", closed, effect.reason)
-        elif isinstance(effect, WriteSnapshot) and self.controller is not None:
-            # The snapshot can only be stored once raft has handed out the batch it ends at.
+        elif isinstance(effect, WriteSnapshot) and (source == "controller" or self.controller is None):
+            # The snapshot can only be stored once raft has handed out the batch it ends at. On a
+            # combined node both cores ask; the controller's request is the one written.
             asyncio.get_running_loop().call_soon(self._write_snapshot, effect)
 
     def _write_snapshot(self, effect: WriteSnapshot) -> None:
@@ -408,12 +476,15 @@ class Node:
         return await raft.wait_committed(offset, APPEND_COMMIT_TIMEOUT_S)
 
     async def _controller_loop(self) -> None:
-        """Controller timers: session fencing and self-registration (the core's ``tick``), and the
-        KIP-835 NoOpRecord on an idle log."""
+        """Controller timers: session fencing and self-registration (the core's ``tick``), the
+        KIP-835 NoOpRecord on an idle log, and a standby's ControllerRegistration."""
         while True:
             await asyncio.sleep(0.1)
             controller, raft = self.controller, self.raft
-            if controller is None or raft is None or not controller.is_active or not raft.node.is_leader:
+            if controller is None or raft is None:
+                continue
+            if not controller.is_active or not raft.node.is_leader:
+                self._maybe_register_controller(controller, raft)
                 continue
             now = wall_clock_ms()
             records = controller.tick(now)
@@ -427,6 +498,32 @@ class Node:
                     self._last_write_ms = now
                 except NotLeaderError:
                     pass
+
+    def _maybe_register_controller(self, controller: QuorumController, raft: RaftHost) -> None:
+        leader = raft.node.leader_id
+        now = wall_clock_ms()
+        if (leader is None or leader == self.config.node_id or controller.is_active
+                or not controller.needs_controller_registration()
+                or now - self._registration_sent_ms < CONTROLLER_REGISTRATION_RETRY_MS):
+            return
+        self._registration_sent_ms = now
+        self._spawn(self._register_controller(controller), "controller-registration")
+
+    async def _register_controller(self, controller: QuorumController) -> None:
+        try:
+            response = await self._controller_request(CONTROLLER_REGISTRATION, 0,
+                                                      controller.controller_registration_body())
+        except NetworkError as exc:
+            log.info("[ControllerRegistrationManager id=%d] RegistrationResponse failed: %s",
+                     self.config.node_id, exc)
+            return
+        code = int(response.get("errorCode", 0))
+        if code == 0:
+            log.info("[ControllerRegistrationManager id=%d] Our registration has been persisted to the "
+                     "metadata log.", self.config.node_id)
+        else:
+            log.info("[ControllerRegistrationManager id=%d] Registration failed with error code %d: %s",
+                     self.config.node_id, code, response.get("errorMessage"))
 
     # --- requests ---------------------------------------------------------------------------
 
@@ -460,12 +557,22 @@ class Node:
         reply = broker.handle_request(request.api_key, request.api_version, request.body, wall_clock_ms(),
                                       listener_name=listener)
         if isinstance(reply, Forward):
-            # Relayed to the active controller as is (Kafka wraps it in an Envelope).
-            try:
-                return await self._controller_request(reply.api_key, reply.version, reply.body)
-            except NetworkError:
-                return not_controller_body(request.api_key, request.api_version, request.body)
+            return await self._forward(request, reply)
         return reply.body
+
+    async def _forward(self, request: Request, reply: Forward) -> codec.Value:
+        """KIP-590: wrap the client's request in an EnvelopeRequest to the active controller and
+        relay the embedded response; NOT_CONTROLLER when no controller answers (clients retry)."""
+        envelope = envelope_body(reply.api_key, reply.version, request.correlation_id, request.client_id,
+                                 reply.body, request.connection.peer)
+        try:
+            response = await self._controller_request(ENVELOPE, 0, envelope)
+            return unwrap_response(reply.api_key, reply.version, response).body
+        except ForwardingError as exc:
+            log.info("Forwarded %s request failed: %s", reply.api_key, exc)
+        except NetworkError as exc:
+            log.info("Forwarding %s to the active controller failed: %s", reply.api_key, exc)
+        return not_controller_body(request.api_key, request.api_version, request.body)
 
 
 class _ListenerHandler:

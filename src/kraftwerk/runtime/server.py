@@ -123,6 +123,7 @@ class _Connection:
         while True:
             item = await self.pending.get()
             if item is None:
+                self.writer.close()  # after every response queued before the close was asked for
                 return
             parsed, task = item
             head = parsed.header
@@ -144,6 +145,14 @@ class _Connection:
 
     def close(self) -> None:
         self.writer.close()
+
+    def close_after_pending(self) -> None:
+        """Close once the responses to the requests already read are sent (a client whose request
+        caused the close, e.g. the UpdateFeatures that changed metadata.version, gets its answer)."""
+        try:
+            self.pending.put_nowait(None)
+        except asyncio.QueueFull:
+            self.writer.close()
 
 
 class KafkaServer:
@@ -185,11 +194,15 @@ class KafkaServer:
         finally:
             self._connections.pop(conn.info.connection_id, None)
 
-    def close_connections(self) -> int:
-        """Close every client connection (e.g. after a metadata.version change); returns how many."""
+    def close_connections(self, *, graceful: bool = False) -> int:
+        """Close every client connection; returns how many. ``graceful`` lets each connection send
+        the responses it owes first (used after a metadata.version change)."""
         conns = list(self._connections.values())
         for conn in conns:
-            conn.close()
+            if graceful:
+                conn.close_after_pending()
+            else:
+                conn.close()
         return len(conns)
 
     async def close(self) -> None:
