@@ -23,6 +23,7 @@ GROUP_MODULES = (
     "kraftwerk.cli.features_cmd",
     "kraftwerk.cli.dump_log_cmd",
     "kraftwerk.cli.metadata_cmd",
+    "kraftwerk.cli.sim_cmd",
     "kraftwerk.cli.pipeline_cmd",
     "kraftwerk.cli.server_cmd",
     "kraftwerk.cli.cluster_cmd",
