@@ -80,7 +80,7 @@ def test_downconvert_rules() -> None:
 
 
 def test_single_message_fast_path_equals_builder_path() -> None:
-    from kraftwerk.records.convert import _upconvert_general
+    from kraftwerk.records.convert import _upconvert_general, iter_upconverted
 
     for magic in (0, 1):
         for ts_type in (TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME):
@@ -90,6 +90,7 @@ def test_single_message_fast_path_equals_builder_path() -> None:
             slow = [_upconvert_general(batch) for batch in iter_batches(data)]
             assert [upconvert_batch(batch) for batch in iter_batches(data)] == slow
             assert upconvert(data) == b"".join(slow)
+            assert list(iter_upconverted(data)) == slow
             out = bytearray(b"prefix")
             assert upconvert_into(out, data + data[:20]) == 3  # the partial tail is skipped
             assert out == b"prefix" + b"".join(slow)

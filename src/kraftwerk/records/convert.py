@@ -49,19 +49,18 @@ def upconvert_batch(batch: RecordBatch) -> bytes:
     if batch.magic >= MAGIC_V2:
         return bytes(batch.raw)
     if batch.compression is CompressionType.NONE:
-        out = bytearray()
         raw = batch.raw
-        _append_single(out, raw, legacy_layout(raw, 0, batch.size, batch.magic, batch.position), batch.magic)
-        return bytes(out)
+        layout = legacy_layout(raw, 0, batch.size, batch.magic, batch.position)
+        return _upconvert_single(raw, layout, batch.magic)
     return _upconvert_general(batch)
 
 
-def _append_single(out: bytearray, mv: memoryview, layout: LegacyLayout, magic: int) -> None:
-    """Append the v2 form of one uncompressed v0/v1 message, built directly (the hot path).
+def _upconvert_single(mv: memoryview, layout: LegacyLayout, magic: int) -> bytes:
+    """The v2 form of one uncompressed v0/v1 message, built directly (the hot path).
 
     The bytes RecordsBuilder would write: one record with deltas 0 and no headers; base and max
     timestamp are the message timestamp (also the log-append time of a LOG_APPEND_TIME message);
-    v0 gives CreateTime and -1. Key and value are copied once, straight from ``mv``.
+    v0 gives CreateTime and -1. Key and value are read straight from ``mv``.
     """
     offset, _, attrs, ts, key_at, key_len, value_at, value_len = layout
     key_size = small_varint(key_len)
@@ -71,14 +70,14 @@ def _append_single(out: bytearray, mv: memoryview, layout: LegacyLayout, magic: 
     body = 4 + len(key_size) + key_len + len(value_size) + value_len
     covered = b"".join((
         V2_TAIL.pack(attrs & 0x08 if magic == MAGIC_V1 else 0, 0, ts, ts, NO_PRODUCER_ID, NO_PRODUCER_EPOCH,
-                      NO_SEQUENCE, 1),
+                     NO_SEQUENCE, 1),
         small_varint(body), _RECORD_FIXED,
         key_size, mv[key_at + 4:key_at + 4 + key_len],
         value_size, mv[value_at + 4:value_at + 4 + value_len],
         _NO_HEADERS,
     ))
-    out += V2_HEAD.pack(offset, len(covered) + 9, NO_PARTITION_LEADER_EPOCH, MAGIC_V2, crc32c(covered))
-    out += covered
+    head = V2_HEAD.pack(offset, len(covered) + 9, NO_PARTITION_LEADER_EPOCH, MAGIC_V2, crc32c(covered))
+    return head + covered
 
 
 def _upconvert_general(batch: RecordBatch) -> bytes:
@@ -99,38 +98,38 @@ def _upconvert_general(batch: RecordBatch) -> bytes:
 
 def iter_upconverted(data: Buffer, start: int = 0, end: int | None = None, *,
                      max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> Iterator[bytes]:
-    """The batches of ``data`` as v2 batch bytes, one output batch per input batch."""
-    for batch in iter_batches(data, start, end, max_decompressed_size=max_decompressed_size):
-        yield upconvert_batch(batch)
+    """The batches of ``data`` as v2 batch bytes, one output batch per input batch.
+
+    Streams: nothing but the current batch is held, and an uncompressed v0/v1 message (the common
+    case of an old log: one batch per message) is converted without building a batch object. A
+    partial batch at the end is skipped like ``iter_batches`` does; bad framing raises
+    ``CorruptRecordError``.
+    """
+    mv = _as_view(data)
+    for pos, size, magic in iter_spans(mv, start, end):
+        if magic >= MAGIC_V2:
+            yield bytes(mv[pos:pos + size])
+            continue
+        layout = legacy_layout(mv, pos, size, magic)
+        if layout[2] & 0x07:
+            yield _upconvert_general(_new_batch(mv, pos, size, magic, max_decompressed_size))
+        else:
+            yield _upconvert_single(mv, layout, magic)
 
 
 def upconvert(data: Buffer, start: int = 0, end: int | None = None, *,
               max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
     """A whole buffer of batches rewritten as v2 (v2 batches are copied as they are)."""
-    out = bytearray()
-    upconvert_into(out, data, start, end, max_decompressed_size=max_decompressed_size)
-    return bytes(out)
+    return b"".join(iter_upconverted(data, start, end, max_decompressed_size=max_decompressed_size))
 
 
 def upconvert_into(out: bytearray, data: Buffer, start: int = 0, end: int | None = None, *,
                    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> int:
-    """Append the v2 form of ``data``'s batches to ``out``; returns how many batches were written.
-
-    Same output as joining :func:`iter_upconverted`, without a batch object per uncompressed
-    message (the common case of an old log: one batch per message). A partial batch at the end
-    is skipped like ``iter_batches`` does; bad framing raises ``CorruptRecordError``.
-    """
-    mv = _as_view(data)
+    """Append the v2 form of ``data``'s batches to ``out`` (e.g. a reused write buffer); returns how
+    many batches were written."""
     written = 0
-    for pos, size, magic in iter_spans(mv, start, end):
-        if magic >= MAGIC_V2:
-            out += mv[pos:pos + size]
-        else:
-            layout = legacy_layout(mv, pos, size, magic)
-            if layout[2] & 0x07:
-                out += _upconvert_general(_new_batch(mv, pos, size, magic, max_decompressed_size))
-            else:
-                _append_single(out, mv, layout, magic)
+    for chunk in iter_upconverted(data, start, end, max_decompressed_size=max_decompressed_size):
+        out += chunk
         written += 1
     return written
 
