@@ -207,3 +207,24 @@ def test_shutdown_before_registration() -> None:
     b = broker(2)
     b.begin_controlled_shutdown(0)
     assert b.is_shutdown_complete and b.poll(0) == []
+
+
+def test_restart_on_old_software_loading_a_newer_snapshot_stays_fenced() -> None:
+    """A broker restarted on older software loads its last snapshot before registering: it stays
+    fenced with Kafka's refusal text (the runtime reports it) instead of dying."""
+    from kraftwerk.image.writer import ImageWriterOptions, write_image
+
+    log, _ctl, newer = running_cluster(MV.IBP_4_3_IV0)
+    snapshot = write_image(newer.image, ImageWriterOptions(MV.IBP_4_3_IV0)).encoded()
+    old = broker(2, release="3.9")
+    assert old.load_snapshot(snapshot, end_offset=log.end) == []
+    assert old.state is BrokerState.STARTING and old.fenced
+    assert old.explain_refusal() == (
+        "Unable to register because the broker does not support finalized version 30 of metadata.version. "
+        "The broker wants a version between 1 and 21, inclusive."
+    )
+    # a registered broker still fails stop
+    with pytest.raises(FatalFaultError):
+        newer_old = broker(3, release="3.9")
+        newer_old.broker_epoch = 7
+        newer_old.load_snapshot(snapshot, end_offset=log.end)

@@ -264,6 +264,17 @@ class BrokerNode:
         try:
             image = self._replayer.load_snapshot(records, end_offset=end_offset, epoch=epoch)
         except FatalFaultError as fault:
+            if self.broker_epoch < 0 and self.state is BrokerState.STARTING:
+                # A broker restarted on older software loads its last snapshot before it registers:
+                # like a replayed record, it stays fenced with Kafka's refusal instead of dying.
+                self._stalled = fault
+                log.error(
+                    "[BrokerServer id=%d] Cannot load the metadata snapshot: %s. The broker stays fenced "
+                    "until it runs software that supports it.",
+                    self.node_id,
+                    fault,
+                )
+                return []
             self._fail(fault)
             raise
         if image.metadata_version is not None and before is not None and image.metadata_version is not before:
