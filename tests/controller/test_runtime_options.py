@@ -24,8 +24,9 @@ def test_kraft_version_upgrade_refused_when_raft_cannot_do_it() -> None:
     resp = call(log, ctl, 57, 2, _update("kraft.version", 1, False))
     assert resp["errorCode"] == Errors.INVALID_UPDATE_VERSION.code
     assert resp["errorMessage"] == (
-        "The update failed for all features since the following feature had an error: Invalid update version 1 "
-        "for feature kraft.version. This controller's raft implementation cannot upgrade kraft.version yet.")
+        "The update failed for all features since the following feature had an error: Invalid update "
+        "version 1 for feature kraft.version. This controller's raft implementation cannot upgrade "
+        "kraft.version yet.")
     assert log.end == end  # nothing appended
     # the default keeps the core's behaviour (a NoOpRecord plus the raft-side upgrade request)
     other = controller(1, (1,))
