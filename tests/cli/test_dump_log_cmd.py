@@ -239,3 +239,20 @@ def test_dump_log_memory_does_not_grow_with_the_file(tmp_path: Path) -> None:
     # a batch of 50 x 512 B records and its lines (about 40 KiB), not the 4 MiB file
     assert large_peak < 512 * 1024
     assert large_peak < small_peak * 1.5 + 128 * 1024
+
+
+def test_index_sanity_check(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    log, entries = _indexed_segment(tmp_path)
+    index, tindex = log.with_suffix(".index"), log.with_suffix(".timeindex")
+    index.write_bytes(b"".join(struct.pack(">ii", o, p) for o, p in entries))
+    tindex.write_bytes(struct.pack(">qi", 5, entries[0][0]))
+    code, lines, _ = _dump(capsys, "--index-sanity-check", "--files", f"{index},{tindex}")
+    assert code == 0
+    assert lines == [f"Dumping {index}", f"{index} passed sanity check.",
+                     f"Dumping {tindex}", f"{tindex} passed sanity check."]
+    index.write_bytes(b"".join(struct.pack(">ii", o, p) for o, p in reversed(entries)))
+    code, _, err = _dump(capsys, "--index-sanity-check", "--files", str(index))
+    assert code == 1 and "offsets must increase" in err and "Traceback" not in err
+    tindex.write_bytes(b"\x00" * 13)
+    code, _, err = _dump(capsys, "--index-sanity-check", "--files", str(tindex))
+    assert code == 1 and "multiple of 12" in err

@@ -61,8 +61,11 @@ def test_sanity_checks() -> None:
     check_offset_index_sanity(_index((1, 0), (2, 10)), 0, "x.index")
     with pytest.raises(CorruptFileError, match="neither positive nor a multiple of 8"):
         check_offset_index_sanity(_index((1, 0))[:-1], 0, "x.index")
-    with pytest.raises(CorruptFileError, match="Corrupt index found"):
+    with pytest.raises(CorruptFileError, match="offsets must increase"):
         check_offset_index_sanity(_index((2, 0), (1, 10)), 0, "x.index")
+    with pytest.raises(CorruptFileError, match="less than the base offset 10"):
+        check_offset_index_sanity(_index((-1, 0)), 10, "x.index")
+    check_offset_index_sanity(_index((1, 0), (2, 10), (0, 0), (0, 0)), 0, "x.index")  # preallocated tail
     check_time_index_sanity(b"\x00" * 24, "x.timeindex")
     with pytest.raises(CorruptFileError, match="multiple of 12"):
         check_time_index_sanity(b"\x00" * 13, "x.timeindex")

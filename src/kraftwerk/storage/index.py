@@ -130,16 +130,23 @@ def lookup_offset(data: bytes | memoryview, base_offset: int, offset: int) -> Of
 
 
 def check_offset_index_sanity(data: bytes | memoryview, base_offset: int, path: Path | str) -> None:
-    """kafka-dump-log's ``--index-sanity-check`` of an offset index: whole entries, increasing offsets."""
+    """kafka-dump-log's ``--index-sanity-check`` of an offset index: whole entries (Kafka), no offset
+    below the base offset (Kafka checks the last one), and, stricter, offsets that increase up to a
+    preallocated zero tail."""
     if len(data) % OFFSET_ENTRY.size:
         raise CorruptFileError(path, f"Index file {Path(path).name} is corrupt, found {len(data)} bytes "
                                      f"which is neither positive nor a multiple of {OFFSET_ENTRY.size}.")
     last = -1
     for i, e in enumerate(_offset_entries(data, base_offset, False)):
-        if i > 0 and e.offset <= last:
+        if i > 0 and e.offset == base_offset:
+            return  # the preallocated tail
+        if e.offset < base_offset:
             raise CorruptFileError(path, f"Corrupt index found, index file ({path}) has non-zero size but "
                                          f"the last offset is {e.offset} which is less than the base offset "
                                          f"{base_offset}.")
+        if i > 0 and e.offset <= last:
+            raise CorruptFileError(path, f"Corrupt index found, index file ({path}) has offset {e.offset} "
+                                         f"after offset {last} (entry {i}): offsets must increase.")
         last = e.offset
 
 
