@@ -25,10 +25,15 @@ from kraftwerk.raft import (
 from kraftwerk.records import RecordsBuilder
 
 
-def node(nid: int = 1, voters: tuple[int, ...] = (1, 2, 3), store: MemoryQuorumStateStore | None = None,
-         log: MemoryRaftLog | None = None) -> RaftNode:
-    return RaftNode(RaftConfig(nid, voters), log or MemoryRaftLog(), store or MemoryQuorumStateStore(),
-                    now_ms=0, seed=7)
+def node(
+    nid: int = 1,
+    voters: tuple[int, ...] = (1, 2, 3),
+    store: MemoryQuorumStateStore | None = None,
+    log: MemoryRaftLog | None = None,
+) -> RaftNode:
+    return RaftNode(
+        RaftConfig(nid, voters), log or MemoryRaftLog(), store or MemoryQuorumStateStore(), now_ms=0, seed=7
+    )
 
 
 def vote_part(req: SendRequest) -> dict:  # type: ignore[type-arg]
@@ -36,8 +41,23 @@ def vote_part(req: SendRequest) -> dict:  # type: ignore[type-arg]
 
 
 def vote_response(granted: bool, epoch: int, leader: int = -1) -> dict:  # type: ignore[type-arg]
-    return {"errorCode": 0, "topics": [{"topicName": "__cluster_metadata", "partitions": [{
-        "partitionIndex": 0, "errorCode": 0, "leaderId": leader, "leaderEpoch": epoch, "voteGranted": granted}]}]}
+    return {
+        "errorCode": 0,
+        "topics": [
+            {
+                "topicName": "__cluster_metadata",
+                "partitions": [
+                    {
+                        "partitionIndex": 0,
+                        "errorCode": 0,
+                        "leaderId": leader,
+                        "leaderEpoch": epoch,
+                        "voteGranted": granted,
+                    }
+                ],
+            }
+        ],
+    }
 
 
 def test_single_voter_elects_itself_and_commits_after_the_flush() -> None:
@@ -72,10 +92,13 @@ def test_prevote_then_vote_then_leader() -> None:
     assert store.state == ElectionState(1, None, 1)
     real = [e for e in out if isinstance(e, SendRequest) and e.api_key == API_VOTE]
     assert vote_part(real[0])["preVote"] is False and vote_part(real[0])["replicaEpoch"] == 1
-    out = n.handle_response(real[0].destination, API_VOTE, 2, vote_response(True, 1), real[0].correlation_id, 6)
+    out = n.handle_response(
+        real[0].destination, API_VOTE, 2, vote_response(True, 1), real[0].correlation_id, 6
+    )
     assert n.role is Role.LEADER and store.state == ElectionState(1, 1, 1)
-    assert {e.destination for e in out if isinstance(e, SendRequest) and e.api_key == API_BEGIN_QUORUM_EPOCH} \
-        == {2, 3}
+    assert {
+        e.destination for e in out if isinstance(e, SendRequest) and e.api_key == API_BEGIN_QUORUM_EPOCH
+    } == {2, 3}
     with pytest.raises(NotLeaderError):
         node(2).append([b"x"], 0)
 
@@ -85,8 +108,9 @@ def test_restarted_leader_comes_back_resigned() -> None:
     n = node(store=store)
     assert n.role is Role.RESIGNED and n.epoch == 4 and not n.is_leader
     out = n.poll(0)
-    assert {e.destination for e in out if isinstance(e, SendRequest) and e.api_key == API_END_QUORUM_EPOCH} \
-        == {2, 3}
+    assert {
+        e.destination for e in out if isinstance(e, SendRequest) and e.api_key == API_END_QUORUM_EPOCH
+    } == {2, 3}
     n.poll(n.next_deadline_ms() + 5000)
     assert n.role in (Role.PROSPECTIVE, Role.CANDIDATE) and n.epoch >= 4
 
@@ -97,9 +121,25 @@ def test_vote_rejected_for_a_shorter_log_and_granted_once_per_epoch() -> None:
     b.append(0, None, b"x")
     log.append(b.build())
     n = node(2, log=log, store=MemoryQuorumStateStore(ElectionState(3)))
-    req = {"clusterId": None, "voterId": 2, "topics": [{"topicName": "__cluster_metadata", "partitions": [{
-        "partitionIndex": 0, "replicaEpoch": 4, "replicaId": 1, "lastOffsetEpoch": 2, "lastOffset": 5,
-        "preVote": False}]}]}
+    req = {
+        "clusterId": None,
+        "voterId": 2,
+        "topics": [
+            {
+                "topicName": "__cluster_metadata",
+                "partitions": [
+                    {
+                        "partitionIndex": 0,
+                        "replicaEpoch": 4,
+                        "replicaId": 1,
+                        "lastOffsetEpoch": 2,
+                        "lastOffset": 5,
+                        "preVote": False,
+                    }
+                ],
+            }
+        ],
+    }
     out = n.handle_request(1, API_VOTE, 2, req, 1, 0)
     assert isinstance(out[0], SendResponse)
     assert out[0].body["topics"][0]["partitions"][0]["voteGranted"] is False
@@ -107,7 +147,9 @@ def test_vote_rejected_for_a_shorter_log_and_granted_once_per_epoch() -> None:
     req["topics"][0]["partitions"][0].update(lastOffsetEpoch=3, lastOffset=1)
     assert n.handle_request(1, API_VOTE, 2, req, 2, 0)[0].body["topics"][0]["partitions"][0]["voteGranted"]
     req["topics"][0]["partitions"][0].update(replicaId=3)
-    assert not n.handle_request(3, API_VOTE, 2, req, 3, 0)[0].body["topics"][0]["partitions"][0]["voteGranted"]
+    assert not n.handle_request(3, API_VOTE, 2, req, 3, 0)[0].body["topics"][0]["partitions"][0][
+        "voteGranted"
+    ]
 
 
 def _leader_with_epochs() -> RaftNode:
@@ -125,9 +167,24 @@ def _leader_with_epochs() -> RaftNode:
 
 
 def fetch_request(offset: int, epoch: int, leader_epoch: int) -> dict:  # type: ignore[type-arg]
-    return {"replicaState": {"replicaId": 9, "replicaEpoch": -1}, "maxWaitMs": 0, "minBytes": 0,
-            "topics": [{"partitions": [{"partition": 0, "currentLeaderEpoch": leader_epoch, "fetchOffset": offset,
-                                        "lastFetchedEpoch": epoch, "partitionMaxBytes": 1 << 20}]}]}
+    return {
+        "replicaState": {"replicaId": 9, "replicaEpoch": -1},
+        "maxWaitMs": 0,
+        "minBytes": 0,
+        "topics": [
+            {
+                "partitions": [
+                    {
+                        "partition": 0,
+                        "currentLeaderEpoch": leader_epoch,
+                        "fetchOffset": offset,
+                        "lastFetchedEpoch": epoch,
+                        "partitionMaxBytes": 1 << 20,
+                    }
+                ]
+            }
+        ],
+    }
 
 
 def test_fetch_with_a_diverging_epoch_gets_the_epoch_end() -> None:
@@ -153,9 +210,23 @@ def test_follower_truncates_and_refetches_on_divergence() -> None:
     out = n.poll(0)
     fetch = next(e for e in out if isinstance(e, SendRequest) and e.api_key == API_FETCH)
     assert fetch.body["topics"][0]["partitions"][0]["lastFetchedEpoch"] == 2
-    resp = {"errorCode": 0, "responses": [{"partitions": [{
-        "partitionIndex": 0, "errorCode": 0, "highWatermark": 1, "divergingEpoch": {"epoch": 1, "endOffset": 1},
-        "currentLeader": {"leaderId": 1, "leaderEpoch": 3}, "records": None}]}]}
+    resp = {
+        "errorCode": 0,
+        "responses": [
+            {
+                "partitions": [
+                    {
+                        "partitionIndex": 0,
+                        "errorCode": 0,
+                        "highWatermark": 1,
+                        "divergingEpoch": {"epoch": 1, "endOffset": 1},
+                        "currentLeader": {"leaderId": 1, "leaderEpoch": 3},
+                        "records": None,
+                    }
+                ]
+            }
+        ],
+    }
     out = n.handle_response(1, API_FETCH, 17, resp, fetch.correlation_id, 1)
     assert log.end_offset == 1 and log.epoch_entries() == ((1, 0),)
     again = next(e for e in out if isinstance(e, SendRequest) and e.api_key == API_FETCH)

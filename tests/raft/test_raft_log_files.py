@@ -37,8 +37,9 @@ def test_layout_restart_cleaning_and_dump_log(tmp_path: Path, capsys: pytest.Cap
     assert str(read_partition_metadata(d / "partition.metadata")) == "00000000-0000-0000-0000-000000000001"
     qs = read_quorum_state(d / "quorum-state")
     assert (qs.leader_id, qs.leader_epoch, qs.current_voters) == (1, 1, (1,))
-    assert [(e.epoch, e.start_offset) for e in read_leader_epoch_checkpoint(d / "leader-epoch-checkpoint")] \
-        == [(1, 12)]
+    assert [
+        (e.epoch, e.start_offset) for e in read_leader_epoch_checkpoint(d / "leader-epoch-checkpoint")
+    ] == [(1, 12)]
     # a torn write at the end of the active segment is cut on open
     active = sorted(d.glob("*.log"))[-1]
     with open(active, "ab") as f:
@@ -51,7 +52,9 @@ def test_layout_restart_cleaning_and_dump_log(tmp_path: Path, capsys: pytest.Cap
     assert n2.role is Role.LEADER and n2.epoch == 2
     n2.poll(n2.next_deadline_ms())
     items = n2.drain_committed()
-    assert isinstance(items[0], SnapshotLoad) and items[0].end_offset == 12 and items[0].records == (record(99),)
+    assert (
+        isinstance(items[0], SnapshotLoad) and items[0].end_offset == 12 and items[0].records == (record(99),)
+    )
     log2.close()
     files = ",".join(str(p) for p in sorted(d.glob("*.log")) + sorted(d.glob("*.checkpoint")))
     assert main(["dump-log", "--cluster-metadata-decoder", "--files", files]) == 0

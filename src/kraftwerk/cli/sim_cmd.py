@@ -20,20 +20,29 @@ def register(groups: Any) -> None:
     parser = groups.add_parser("sim", help="deterministic simulations of the KRaft quorum")
     commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
     raft = commands.add_parser(
-        "raft", help="run seeded raft simulations with faults and check every invariant",
+        "raft",
+        help="run seeded raft simulations with faults and check every invariant",
         description="Run COUNT seeds starting at SEED: a fault phase (crashes, partitions, pauses, lossy "
-                    "links, torn writes), healing, then a liveness phase. Exits 1 on the first violation "
-                    "(after the remaining seeds with --keep-going), printing the seed, its config, the "
-                    "event trace tail and the command that replays it.")
+        "links, torn writes), healing, then a liveness phase. Exits 1 on the first violation "
+        "(after the remaining seeds with --keep-going), printing the seed, its config, the "
+        "event trace tail and the command that replays it.",
+    )
     raft.add_argument("--voters", type=int, default=3, help="number of voters (default 3)")
     raft.add_argument("--observers", type=int, default=0, help="number of observers (default 0)")
     raft.add_argument("--seeds", type=int, default=100, metavar="COUNT", help="how many seeds (default 100)")
     raft.add_argument("--start", type=int, default=0, metavar="SEED", help="first seed (default 0)")
     raft.add_argument("--events", type=int, default=8, help="fault events per seed (default 8)")
-    raft.add_argument("--scenario", choices=[s.value for s in Scenario], default=Scenario.RANDOM.value,
-                      help="random mix (default) or one targeted scenario")
-    raft.add_argument("--no-wire", action="store_true",
-                      help="pass message bodies without encoding them (faster, less faithful)")
+    raft.add_argument(
+        "--scenario",
+        choices=[s.value for s in Scenario],
+        default=Scenario.RANDOM.value,
+        help="random mix (default) or one targeted scenario",
+    )
+    raft.add_argument(
+        "--no-wire",
+        action="store_true",
+        help="pass message bodies without encoding them (faster, less faithful)",
+    )
     raft.add_argument("--keep-going", action="store_true", help="run every seed even after a failure")
     add_output_flag(raft)
     raft.set_defaults(func=_raft)
@@ -44,8 +53,13 @@ def _raft(args: argparse.Namespace) -> int:
         raise SimUsageError("--voters must be at least 1")
     if args.observers < 0 or args.seeds < 1 or args.events < 0:
         raise SimUsageError("--observers and --events must be >= 0 and --seeds >= 1")
-    base = SimConfig(voters=args.voters, observers=args.observers, events=args.events,
-                     scenario=Scenario(args.scenario), wire=not args.no_wire)
+    base = SimConfig(
+        voters=args.voters,
+        observers=args.observers,
+        events=args.events,
+        scenario=Scenario(args.scenario),
+        wire=not args.no_wire,
+    )
     show_bar = args.output == "text" and sys.stdout.isatty()
     started = time.perf_counter()
     failures: list[SeedResult] = []
@@ -53,13 +67,13 @@ def _raft(args: argparse.Namespace) -> int:
     done = 0
 
     def seeds() -> Any:
-        for seed in range(args.start, args.start + args.seeds):
-            yield seed
+        yield from range(args.start, args.start + args.seeds)
 
     progress = None
     task = None
     if show_bar:
         from rich.progress import Progress
+
         progress = Progress(transient=True)
         progress.start()
         task = progress.add_task(f"raft sim ({args.voters} voters)", total=args.seeds)
@@ -79,15 +93,24 @@ def _raft(args: argparse.Namespace) -> int:
             progress.stop()
     elapsed = time.perf_counter() - started
     if args.output == "json":
-        print_json({"seeds": done, "failures": [f.to_json() for f in failures], "events": events,
-                    "seconds": round(elapsed, 3), "seeds_per_second": round(done / elapsed, 2) if elapsed else None})
+        print_json(
+            {
+                "seeds": done,
+                "failures": [f.to_json() for f in failures],
+                "events": events,
+                "seconds": round(elapsed, 3),
+                "seeds_per_second": round(done / elapsed, 2) if elapsed else None,
+            }
+        )
     else:
         for f in failures:
             print(f.report())
         status = "FAILED" if failures else "OK"
-        print(f"{status}: {done} seeds ({args.voters} voters, {args.observers} observers, {args.events} fault "
-              f"events, scenario {args.scenario}), {events} events in {elapsed:.1f} s "
-              f"({done / elapsed if elapsed else 0:.1f} seeds/s)")
+        print(
+            f"{status}: {done} seeds ({args.voters} voters, {args.observers} observers, {args.events} fault "
+            f"events, scenario {args.scenario}), {events} events in {elapsed:.1f} s "
+            f"({done / elapsed if elapsed else 0:.1f} seeds/s)"
+        )
         for f in failures:
             print(f"failing seed {f.config.seed}: replay with: {f.config.replay_command()}")
     return 1 if failures else 0
@@ -95,4 +118,5 @@ def _raft(args: argparse.Namespace) -> int:
 
 def _with_seed(cfg: SimConfig, seed: int) -> SimConfig:
     from dataclasses import replace
+
     return replace(cfg, seed=seed)

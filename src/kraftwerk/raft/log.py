@@ -239,8 +239,15 @@ def scan_batch_infos(data: bytes | bytearray | memoryview, base: int = 0) -> tup
     valid = 0
     try:
         for batch in BatchScanner(data, validate=True):
-            infos.append(LogBatchInfo(batch.base_offset, batch.last_offset, batch.partition_leader_epoch,
-                                      base + batch.position, batch.size))
+            infos.append(
+                LogBatchInfo(
+                    batch.base_offset,
+                    batch.last_offset,
+                    batch.partition_leader_epoch,
+                    base + batch.position,
+                    batch.size,
+                )
+            )
             valid = batch.position + batch.size
     except RecordsError:
         pass
@@ -317,7 +324,9 @@ class MemoryRaftLog(RaftLog):
             raise ValueError("append takes exactly one valid record batch")
         info = infos[0]
         if info.base_offset != self.end_offset:
-            raise ValueError(f"batch base offset {info.base_offset} is not the log end offset {self.end_offset}")
+            raise ValueError(
+                f"batch base offset {info.base_offset} is not the log end offset {self.end_offset}"
+            )
         self._data += batch
         self._add_info(info)
 
@@ -336,11 +345,11 @@ class MemoryRaftLog(RaftLog):
             return b""
         first = self._infos[idx]
         end = first.position + first.size
-        for info in self._infos[idx + 1:]:
+        for info in self._infos[idx + 1 :]:
             if info.position + info.size - first.position > max_bytes:
                 break
             end = info.position + info.size
-        return bytes(self._data[first.position:end])
+        return bytes(self._data[first.position : end])
 
     def batches(self, start: int, end: int) -> list[tuple[LogBatchInfo, bytes]]:
         idx = max(self._index_of(start), 0)
@@ -349,7 +358,7 @@ class MemoryRaftLog(RaftLog):
             if info.base_offset >= end:
                 break
             if info.last_offset >= start:
-                out.append((info, bytes(self._data[info.position:info.position + info.size])))
+                out.append((info, bytes(self._data[info.position : info.position + info.size])))
         return out
 
     def truncate_to(self, offset: int) -> None:
@@ -372,7 +381,9 @@ class MemoryRaftLog(RaftLog):
         return self._cache.entries
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
-        return end_offset_for_epoch(self._cache, epoch, self.end_offset, self._start, self.earliest_snapshot())
+        return end_offset_for_epoch(
+            self._cache, epoch, self.end_offset, self._start, self.earliest_snapshot()
+        )
 
     def last_fetched_epoch(self) -> int:
         if self._infos:
@@ -390,7 +401,7 @@ class MemoryRaftLog(RaftLog):
         return None if data is None else len(data)
 
     def read_snapshot(self, snapshot_id: SnapshotId, position: int, max_bytes: int) -> bytes:
-        return self._snapshots[snapshot_id][position:position + max_bytes]
+        return self._snapshots[snapshot_id][position : position + max_bytes]
 
     def write_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
         self._snapshots[snapshot_id] = bytes(data)
@@ -421,8 +432,9 @@ class MemoryRaftLog(RaftLog):
         del self._data[:cut]
         self._flushed_pos = max(0, self._flushed_pos - cut)
         kept = self._infos[idx:]
-        self._infos = [LogBatchInfo(i.base_offset, i.last_offset, i.epoch, i.position - cut, i.size)
-                       for i in kept]
+        self._infos = [
+            LogBatchInfo(i.base_offset, i.last_offset, i.epoch, i.position - cut, i.size) for i in kept
+        ]
         self._bases = [i.base_offset for i in self._infos]
         self._start = snapshot_id.end_offset
         self._cache.truncate_from_start(self._start)
@@ -432,13 +444,17 @@ class MemoryRaftLog(RaftLog):
         return True
 
 
-def end_offset_for_epoch(cache: EpochCache, epoch: int, log_end: int, log_start: int,
-                         earliest_snapshot: SnapshotId | None) -> OffsetAndEpoch:
+def end_offset_for_epoch(
+    cache: EpochCache, epoch: int, log_end: int, log_start: int, earliest_snapshot: SnapshotId | None
+) -> OffsetAndEpoch:
     """Kafka's KafkaMetadataLog.endOffsetForEpoch: the epoch cache, falling back to the snapshot
     at the log start when the cache has nothing at or below ``epoch``."""
     found = cache.end_offset_for(epoch, log_end)
-    snap = earliest_snapshot if earliest_snapshot is not None and earliest_snapshot.end_offset == log_start \
+    snap = (
+        earliest_snapshot
+        if earliest_snapshot is not None and earliest_snapshot.end_offset == log_start
         else None
+    )
     if found is not None:
         if snap is not None and found.epoch < snap.epoch:
             return OffsetAndEpoch(snap.end_offset, snap.epoch)

@@ -98,8 +98,9 @@ class _ParkedFetch:
 class RaftNode:
     """One KRaft replica (voter or observer) of ``__cluster_metadata-0``."""
 
-    def __init__(self, config: RaftConfig, log: RaftLog, state: QuorumStateStore, *, now_ms: int,
-                 seed: int) -> None:
+    def __init__(
+        self, config: RaftConfig, log: RaftLog, state: QuorumStateStore, *, now_ms: int, seed: int
+    ) -> None:
         self.config = config
         self.log = log
         self._store = state
@@ -188,8 +189,18 @@ class RaftNode:
                 fetch = now_ms if (rid == self.node_id and now_ms is not None) else rep.last_fetch_ms
                 progress = ReplicaProgress(rid, end, -1 if fetch is None else fetch, rep.last_caught_up_ms)
                 (voters if rid in self.config.voters else observers).append(progress)
-        return QuorumInfo(self.node_id, self._role, self._epoch, self._leader_id, self._voted_id, self._hw,
-                          self.log.start_offset, self.log.end_offset, tuple(voters), tuple(observers))
+        return QuorumInfo(
+            self.node_id,
+            self._role,
+            self._epoch,
+            self._leader_id,
+            self._voted_id,
+            self._hw,
+            self.log.start_offset,
+            self.log.end_offset,
+            tuple(voters),
+            tuple(observers),
+        )
 
     # ================================================================== public inputs
     def take_effects(self) -> list[Effect]:
@@ -240,14 +251,17 @@ class RaftNode:
                 if not self._votes_sent:
                     times.append(self._send_at)
             elif (role is Role.FOLLOWER or (role is Role.UNATTACHED and not self.config.is_voter)) and not (
-                    self._has_in_flight(API_FETCH) or self._has_in_flight(API_FETCH_SNAPSHOT)):
+                self._has_in_flight(API_FETCH) or self._has_in_flight(API_FETCH_SNAPSHOT)
+            ):
                 times.append(self._send_at)
         if self._role is Role.LEADER:
             if self._needs_flush:
                 times.append(self._flush_at)
             end = self.log.end_offset
-            times.extend(0 if end > p.fetch_offset or p.high_watermark != self._hw else p.deadline_ms
-                         for p in self._parked)
+            times.extend(
+                0 if end > p.fetch_offset or p.high_watermark != self._hw else p.deadline_ms
+                for p in self._parked
+            )
             times.extend(self._begin_pending.values())
             times.append(self._check_quorum_deadline())
         elif self._role is Role.RESIGNED:
@@ -258,8 +272,12 @@ class RaftNode:
         """Append one batch of record values (metadata record frames) as leader; returns the
         offset of the last record. It is committed once ``high_watermark`` passes that offset."""
         if self._role is not Role.LEADER:
-            raise NotLeaderError(f"node {self.node_id} is not the leader (role {self._role.value}, "
-                                 f"epoch {self._epoch}, leader {self._leader_id})", self._leader_id, self._epoch)
+            raise NotLeaderError(
+                f"node {self.node_id} is not the leader (role {self._role.value}, "
+                f"epoch {self._epoch}, leader {self._leader_id})",
+                self._leader_id,
+                self._epoch,
+            )
         if not records:
             raise ValueError("append needs at least one record")
         builder = RecordsBuilder(base_offset=self.log.end_offset, partition_leader_epoch=self._epoch)
@@ -282,24 +300,32 @@ class RaftNode:
         boundary already handed out by ``drain_committed``), then clean the log behind it."""
         self._deliver_committed()
         if end_offset > self._applied:
-            raise InvalidSnapshotError(f"snapshot end offset {end_offset} is past the committed offset "
-                                       f"{self._applied}")
+            raise InvalidSnapshotError(
+                f"snapshot end offset {end_offset} is past the committed offset {self._applied}"
+            )
         latest = self.log.latest_snapshot()
         if latest is not None and end_offset <= latest.end_offset:
-            raise InvalidSnapshotError(f"snapshot end offset {end_offset} is not past the latest snapshot "
-                                       f"{latest.end_offset}")
+            raise InvalidSnapshotError(
+                f"snapshot end offset {end_offset} is not past the latest snapshot {latest.end_offset}"
+            )
         if end_offset <= self.log.start_offset:
-            raise InvalidSnapshotError(f"snapshot end offset {end_offset} is not past the log start "
-                                       f"{self.log.start_offset}")
+            raise InvalidSnapshotError(
+                f"snapshot end offset {end_offset} is not past the log start {self.log.start_offset}"
+            )
         found = self.log.batches(end_offset - 1, end_offset)
         if not found or found[-1][0].last_offset != end_offset - 1:
             raise InvalidSnapshotError(f"snapshot end offset {end_offset} is not at a batch boundary")
         info, raw = found[-1]
         last_time = max((b.max_timestamp for b in iter_batches(raw)), default=0)
         sid = SnapshotId(end_offset, info.epoch)
-        data = b"".join(snapshot_file_batches([tuple(records)] if records else [], epoch=info.epoch,
-                                              last_contained_log_timestamp=last_time,
-                                              clock=lambda: now_ms))
+        data = b"".join(
+            snapshot_file_batches(
+                [tuple(records)] if records else [],
+                epoch=info.epoch,
+                last_contained_log_timestamp=last_time,
+                clock=lambda: now_ms,
+            )
+        )
         self.log.write_snapshot(sid, data)
         if self.config.clean_log_behind_snapshot:
             self.log.delete_before_snapshot(sid)
@@ -312,19 +338,24 @@ class RaftNode:
             self._request_failed(flight, now_ms)
         return self.take_effects()
 
-    def handle_request(self, source_id: int, api_key: int, version: int, body: Body, correlation_id: int,
-                       now_ms: int) -> list[Effect]:
+    def handle_request(
+        self, source_id: int, api_key: int, version: int, body: Body, correlation_id: int, now_ms: int
+    ) -> list[Effect]:
         """A request from node ``source_id``; the response may be deferred (long-poll Fetch)."""
         if api_key == API_FETCH:
             self._on_fetch_request(source_id, version, body, correlation_id, now_ms)
         elif api_key == API_VOTE:
-            self._respond(source_id, API_VOTE, version, correlation_id,
-                          self._on_vote_request(version, body, now_ms))
+            self._respond(
+                source_id, API_VOTE, version, correlation_id, self._on_vote_request(version, body, now_ms)
+            )
         elif api_key == API_BEGIN_QUORUM_EPOCH:
-            self._respond(source_id, api_key, version, correlation_id,
-                          self._on_begin_quorum_request(body, now_ms))
+            self._respond(
+                source_id, api_key, version, correlation_id, self._on_begin_quorum_request(body, now_ms)
+            )
         elif api_key == API_END_QUORUM_EPOCH:
-            self._respond(source_id, api_key, version, correlation_id, self._on_end_quorum_request(body, now_ms))
+            self._respond(
+                source_id, api_key, version, correlation_id, self._on_end_quorum_request(body, now_ms)
+            )
         elif api_key == API_FETCH_SNAPSHOT:
             self._respond(source_id, api_key, version, correlation_id, self._on_fetch_snapshot_request(body))
         elif api_key == API_DESCRIBE_QUORUM:
@@ -333,8 +364,9 @@ class RaftNode:
             raise ValueError(f"raft does not handle api key {api_key}")
         return self.take_effects()
 
-    def handle_response(self, source_id: int, api_key: int, version: int, body: Body, correlation_id: int,
-                        now_ms: int) -> list[Effect]:
+    def handle_response(
+        self, source_id: int, api_key: int, version: int, body: Body, correlation_id: int, now_ms: int
+    ) -> list[Effect]:
         """A response to one of this node's requests; stale or duplicated ones are ignored."""
         flight = self._in_flight.get(correlation_id)
         if flight is None or flight.destination != source_id or flight.api_key != api_key:
@@ -355,21 +387,57 @@ class RaftNode:
     def describe_quorum(self, now_ms: int) -> Body:
         """A DescribeQuorum response body (v0-2 share this shape; NOT_LEADER unless leader)."""
         if self._role is not Role.LEADER:
-            return {"errorCode": _NONE, "topics": [{"topicName": METADATA_TOPIC, "partitions": [{
-                "partitionIndex": METADATA_PARTITION, "errorCode": _NOT_LEADER,
-                "leaderId": -1 if self._leader_id is None else self._leader_id, "leaderEpoch": self._epoch,
-                "highWatermark": -1 if self._hw is None else self._hw, "currentVoters": [], "observers": []}]}]}
+            return {
+                "errorCode": _NONE,
+                "topics": [
+                    {
+                        "topicName": METADATA_TOPIC,
+                        "partitions": [
+                            {
+                                "partitionIndex": METADATA_PARTITION,
+                                "errorCode": _NOT_LEADER,
+                                "leaderId": -1 if self._leader_id is None else self._leader_id,
+                                "leaderEpoch": self._epoch,
+                                "highWatermark": -1 if self._hw is None else self._hw,
+                                "currentVoters": [],
+                                "observers": [],
+                            }
+                        ],
+                    }
+                ],
+            }
         info = self.quorum_info(now_ms)
 
         def states(progress: tuple[ReplicaProgress, ...]) -> list[Body]:
-            return [{"replicaId": p.replica_id, "logEndOffset": p.log_end_offset,
-                     "lastFetchTimestamp": p.last_fetch_ms, "lastCaughtUpTimestamp": p.last_caught_up_ms}
-                    for p in progress]
+            return [
+                {
+                    "replicaId": p.replica_id,
+                    "logEndOffset": p.log_end_offset,
+                    "lastFetchTimestamp": p.last_fetch_ms,
+                    "lastCaughtUpTimestamp": p.last_caught_up_ms,
+                }
+                for p in progress
+            ]
 
-        return {"errorCode": _NONE, "topics": [{"topicName": METADATA_TOPIC, "partitions": [{
-            "partitionIndex": METADATA_PARTITION, "errorCode": _NONE, "leaderId": self.node_id,
-            "leaderEpoch": self._epoch, "highWatermark": -1 if self._hw is None else self._hw,
-            "currentVoters": states(info.voters), "observers": states(info.observers)}]}]}
+        return {
+            "errorCode": _NONE,
+            "topics": [
+                {
+                    "topicName": METADATA_TOPIC,
+                    "partitions": [
+                        {
+                            "partitionIndex": METADATA_PARTITION,
+                            "errorCode": _NONE,
+                            "leaderId": self.node_id,
+                            "leaderEpoch": self._epoch,
+                            "highWatermark": -1 if self._hw is None else self._hw,
+                            "currentVoters": states(info.voters),
+                            "observers": states(info.observers),
+                        }
+                    ],
+                }
+            ],
+        }
 
     # ================================================================== state transitions
     def _initialize(self, now_ms: int) -> None:
@@ -400,8 +468,9 @@ class RaftNode:
         if self._role is Role.LEADER:
             parked, self._parked = self._parked, []
             for p in parked:
-                self._respond(p.source, API_FETCH, p.version, p.correlation_id,
-                              self._fetch_error_body(_NOT_LEADER))
+                self._respond(
+                    p.source, API_FETCH, p.version, p.correlation_id, self._fetch_error_body(_NOT_LEADER)
+                )
         self._replicas = {}
         self._begin_pending = {}
         self._end_pending = {}
@@ -416,8 +485,9 @@ class RaftNode:
         # forget in-flight requests of the old role (their responses are ignored)
         self._in_flight = {}
 
-    def _become_unattached(self, epoch: int, now_ms: int, *, voted: int | None = None,
-                           persist: bool = True) -> None:
+    def _become_unattached(
+        self, epoch: int, now_ms: int, *, voted: int | None = None, persist: bool = True
+    ) -> None:
         changed = epoch != self._epoch
         self._leave_role()
         self._role = Role.UNATTACHED
@@ -488,11 +558,19 @@ class RaftNode:
         self._download = None
         cfg = self.config
         self._epoch_start_offset = self.log.end_offset
-        value = codec.encode(LEADER_CHANGE_MESSAGE, 0, {
-            "version": 0, "leaderId": self.node_id, "voters": [{"voterId": v} for v in cfg.voters],
-            "grantingVoters": [{"voterId": v} for v in granting]})
-        builder = RecordsBuilder(base_offset=self.log.end_offset, is_control=True,
-                                 partition_leader_epoch=self._epoch)
+        value = codec.encode(
+            LEADER_CHANGE_MESSAGE,
+            0,
+            {
+                "version": 0,
+                "leaderId": self.node_id,
+                "voters": [{"voterId": v} for v in cfg.voters],
+                "grantingVoters": [{"voterId": v} for v in granting],
+            },
+        )
+        builder = RecordsBuilder(
+            base_offset=self.log.end_offset, is_control=True, partition_leader_epoch=self._epoch
+        )
         builder.append_control_record(now_ms, ControlRecordType.LEADER_CHANGE, value)
         self.log.append(builder.build())
         self._needs_flush = True
@@ -519,11 +597,13 @@ class RaftNode:
             else:
                 self._become_unattached(epoch, now_ms)
             return True
-        if epoch == self._epoch and leader is not None and leader != self.node_id:
-            if self._role in (Role.UNATTACHED, Role.PROSPECTIVE, Role.CANDIDATE) or (
-                    self._role is Role.FOLLOWER and self._leader_id != leader):
-                self._become_follower(leader, epoch, now_ms)
-                return True
+        same_epoch_leader = epoch == self._epoch and leader is not None and leader != self.node_id
+        if same_epoch_leader and leader is not None and (
+            self._role in (Role.UNATTACHED, Role.PROSPECTIVE, Role.CANDIDATE)
+            or (self._role is Role.FOLLOWER and self._leader_id != leader)
+        ):
+            self._become_follower(leader, epoch, now_ms)
+            return True
         return False
 
     # ================================================================== helpers
@@ -532,13 +612,17 @@ class RaftNode:
         return t + self._rng.randint(0, t)
 
     def _backoff(self) -> int:
-        return self._rng.randint(self.config.retry_backoff_ms, max(self.config.retry_backoff_ms,
-                                                                    self.config.election_backoff_max_ms))
+        return self._rng.randint(
+            self.config.retry_backoff_ms,
+            max(self.config.retry_backoff_ms, self.config.election_backoff_max_ms),
+        )
 
     def _send(self, destination: int, api_key: int, body: Body, now_ms: int, context: Any = None) -> int:
         corr = self._next_correlation
         self._next_correlation += 1
-        self._in_flight[corr] = _InFlight(destination, api_key, now_ms + self.config.request_timeout_ms, context)
+        self._in_flight[corr] = _InFlight(
+            destination, api_key, now_ms + self.config.request_timeout_ms, context
+        )
         self._outbox.append(SendRequest(destination, api_key, REQUEST_VERSIONS[api_key], body, corr))
         return corr
 
@@ -546,8 +630,10 @@ class RaftNode:
         self._outbox.append(SendResponse(destination, api_key, version, body, correlation_id))
 
     def _has_in_flight(self, api_key: int, destination: int | None = None) -> bool:
-        return any(f.api_key == api_key and (destination is None or f.destination == destination)
-                   for f in self._in_flight.values())
+        return any(
+            f.api_key == api_key and (destination is None or f.destination == destination)
+            for f in self._in_flight.values()
+        )
 
     def _expire_in_flight(self, now_ms: int) -> None:
         expired = [c for c, f in self._in_flight.items() if now_ms >= f.deadline_ms]
@@ -590,11 +676,25 @@ class RaftNode:
         for voter in self.config.voters:
             if voter == self.node_id:
                 continue
-            body = {"clusterId": self.config.cluster_id, "voterId": voter, "topics": [{
-                "topicName": METADATA_TOPIC, "partitions": [{
-                    "partitionIndex": METADATA_PARTITION, "replicaEpoch": epoch, "replicaId": self.node_id,
-                    "lastOffsetEpoch": self.log.last_fetched_epoch(), "lastOffset": self.log.end_offset,
-                    "preVote": pre}]}]}
+            body = {
+                "clusterId": self.config.cluster_id,
+                "voterId": voter,
+                "topics": [
+                    {
+                        "topicName": METADATA_TOPIC,
+                        "partitions": [
+                            {
+                                "partitionIndex": METADATA_PARTITION,
+                                "replicaEpoch": epoch,
+                                "replicaId": self.node_id,
+                                "lastOffsetEpoch": self.log.last_fetched_epoch(),
+                                "lastOffset": self.log.end_offset,
+                                "preVote": pre,
+                            }
+                        ],
+                    }
+                ],
+            }
             self._send(voter, API_VOTE, body, now_ms, context=(pre, epoch))
 
     def _has_majority(self, ids: set[int]) -> bool:
@@ -604,16 +704,32 @@ class RaftNode:
         return (last_epoch, last_offset) >= (self.log.last_fetched_epoch(), self.log.end_offset)
 
     def _vote_body(self, error: int, granted: bool, partition_error: int = _NONE) -> Body:
-        return {"errorCode": error, "topics": [{"topicName": METADATA_TOPIC, "partitions": [{
-            "partitionIndex": METADATA_PARTITION, "errorCode": partition_error,
-            "leaderId": -1 if self._leader_id is None else self._leader_id, "leaderEpoch": self._epoch,
-            "voteGranted": granted}]}]}
+        return {
+            "errorCode": error,
+            "topics": [
+                {
+                    "topicName": METADATA_TOPIC,
+                    "partitions": [
+                        {
+                            "partitionIndex": METADATA_PARTITION,
+                            "errorCode": partition_error,
+                            "leaderId": -1 if self._leader_id is None else self._leader_id,
+                            "leaderEpoch": self._epoch,
+                            "voteGranted": granted,
+                        }
+                    ],
+                }
+            ],
+        }
 
     def _recently_fetched_from_leader(self, now_ms: int) -> bool:
         if self._role is Role.LEADER:
             return True
-        return (self._role is Role.FOLLOWER and self._last_fetch_ok_ms is not None
-                and now_ms - self._last_fetch_ok_ms < self.config.fetch_timeout_ms)
+        return (
+            self._role is Role.FOLLOWER
+            and self._last_fetch_ok_ms is not None
+            and now_ms - self._last_fetch_ok_ms < self.config.fetch_timeout_ms
+        )
 
     def _on_vote_request(self, version: int, body: Body, now_ms: int) -> Body:
         if not self._cluster_ok(body):
@@ -629,8 +745,11 @@ class RaftNode:
         up_to_date = self._log_up_to_date(int(part["lastOffsetEpoch"]), int(part["lastOffset"]))
         if pre:
             # KIP-996: grant unless we know of a live leader or our log is further along
-            granted = (epoch > self._epoch or (epoch == self._epoch and self._leader_id is None)) \
-                and up_to_date and not self._recently_fetched_from_leader(now_ms)
+            granted = (
+                (epoch > self._epoch or (epoch == self._epoch and self._leader_id is None))
+                and up_to_date
+                and not self._recently_fetched_from_leader(now_ms)
+            )
             return self._vote_body(_NONE, granted)
         if epoch < self._epoch:
             return self._vote_body(_NONE, False, _FENCED)
@@ -659,12 +778,18 @@ class RaftNode:
         granted = part["errorCode"] == _NONE and bool(part["voteGranted"])
         # a voter that grants a pre-vote has lost its leader too: the leader it still names is the
         # one we gave up on, so it must not pull us back (a rejection means that leader is alive)
-        stale = (granted and self._role is Role.PROSPECTIVE and leader_epoch == self._epoch
-                 and leader_id == self._abandoned_leader)
+        stale = (
+            granted
+            and self._role is Role.PROSPECTIVE
+            and leader_epoch == self._epoch
+            and leader_id == self._abandoned_leader
+        )
         if not stale and self._observe_epoch(leader_id, leader_epoch, now_ms):
             return
         pre, epoch = flight.context
-        if (self._role is Role.PROSPECTIVE and pre and epoch == self._epoch + 1) or (self._role is Role.CANDIDATE and not pre and epoch == self._epoch):
+        if (self._role is Role.PROSPECTIVE and pre and epoch == self._epoch + 1) or (
+            self._role is Role.CANDIDATE and not pre and epoch == self._epoch
+        ):
             pass
         else:
             return
@@ -680,9 +805,22 @@ class RaftNode:
 
     # ================================================================== Begin/EndQuorumEpoch
     def _quorum_epoch_body(self, error: int, partition_error: int = _NONE) -> Body:
-        return {"errorCode": error, "topics": [{"topicName": METADATA_TOPIC, "partitions": [{
-            "partitionIndex": METADATA_PARTITION, "errorCode": partition_error,
-            "leaderId": -1 if self._leader_id is None else self._leader_id, "leaderEpoch": self._epoch}]}]}
+        return {
+            "errorCode": error,
+            "topics": [
+                {
+                    "topicName": METADATA_TOPIC,
+                    "partitions": [
+                        {
+                            "partitionIndex": METADATA_PARTITION,
+                            "errorCode": partition_error,
+                            "leaderId": -1 if self._leader_id is None else self._leader_id,
+                            "leaderEpoch": self._epoch,
+                        }
+                    ],
+                }
+            ],
+        }
 
     def _on_begin_quorum_request(self, body: Body, now_ms: int) -> Body:
         if not self._cluster_ok(body):
@@ -696,7 +834,9 @@ class RaftNode:
         if leader == self.node_id:
             return self._quorum_epoch_body(_INVALID_REQUEST)
         if epoch == self._epoch and self._role is Role.LEADER:
-            raise RaftStateError(f"node {self.node_id} is leader of epoch {epoch} and node {leader} claims it")
+            raise RaftStateError(
+                f"node {self.node_id} is leader of epoch {epoch} and node {leader} claims it"
+            )
         if not (self._role is Role.FOLLOWER and self._leader_id == leader and self._epoch == epoch):
             self._become_follower(leader, epoch, now_ms)
         return self._quorum_epoch_body(_NONE)
@@ -711,15 +851,29 @@ class RaftNode:
             self._begin_pending.pop(source, None)
 
     def _send_end_quorum(self, now_ms: int) -> None:
-        successors = sorted((v for v in self.config.voters if v != self.node_id),
-                            key=lambda v: (-self._replica_end(v), v))
+        successors = sorted(
+            (v for v in self.config.voters if v != self.node_id), key=lambda v: (-self._replica_end(v), v)
+        )
         for voter, at in list(self._end_pending.items()):
             if now_ms < at or self._has_in_flight(API_END_QUORUM_EPOCH, voter):
                 continue
             self._end_pending[voter] = now_ms + self.config.request_timeout_ms
-            body = {"clusterId": self.config.cluster_id, "topics": [{"topicName": METADATA_TOPIC, "partitions": [{
-                "partitionIndex": METADATA_PARTITION, "leaderId": self.node_id, "leaderEpoch": self._epoch,
-                "preferredCandidates": [{"candidateId": s} for s in successors]}]}]}
+            body = {
+                "clusterId": self.config.cluster_id,
+                "topics": [
+                    {
+                        "topicName": METADATA_TOPIC,
+                        "partitions": [
+                            {
+                                "partitionIndex": METADATA_PARTITION,
+                                "leaderId": self.node_id,
+                                "leaderEpoch": self._epoch,
+                                "preferredCandidates": [{"candidateId": s} for s in successors],
+                            }
+                        ],
+                    }
+                ],
+            }
             self._send(voter, API_END_QUORUM_EPOCH, body, now_ms)
 
     def _replica_end(self, replica: int) -> int:
@@ -743,8 +897,13 @@ class RaftNode:
             if not cands:
                 cands = [int(c) for c in part.get("preferredSuccessors") or []]
             pos = cands.index(self.node_id) if self.node_id in cands else len(cands)
-            backoff = 0 if pos == 0 else min(self.config.election_backoff_max_ms,
-                                              self.config.retry_backoff_ms * (1 << min(pos, 16)))
+            backoff = (
+                0
+                if pos == 0
+                else min(
+                    self.config.election_backoff_max_ms, self.config.retry_backoff_ms * (1 << min(pos, 16))
+                )
+            )
             backoff += self._rng.randint(0, self.config.retry_backoff_ms)
             self._fetch_deadline = min(self._fetch_deadline or now_ms + backoff, now_ms + backoff)
             self._last_fetch_ok_ms = None
@@ -761,17 +920,33 @@ class RaftNode:
 
     # ================================================================== leader: Fetch
     def _fetch_error_body(self, error: int) -> Body:
-        return {"errorCode": _NONE, "responses": [{"topicId": METADATA_TOPIC_ID, "partitions": [{
-            "partitionIndex": METADATA_PARTITION, "errorCode": error,
-            "highWatermark": -1 if self._hw is None else self._hw,
-            "logStartOffset": self.log.start_offset,
-            "currentLeader": {"leaderId": -1 if self._leader_id is None else self._leader_id,
-                              "leaderEpoch": self._epoch},
-            "records": None}]}]}
+        return {
+            "errorCode": _NONE,
+            "responses": [
+                {
+                    "topicId": METADATA_TOPIC_ID,
+                    "partitions": [
+                        {
+                            "partitionIndex": METADATA_PARTITION,
+                            "errorCode": error,
+                            "highWatermark": -1 if self._hw is None else self._hw,
+                            "logStartOffset": self.log.start_offset,
+                            "currentLeader": {
+                                "leaderId": -1 if self._leader_id is None else self._leader_id,
+                                "leaderEpoch": self._epoch,
+                            },
+                            "records": None,
+                        }
+                    ],
+                }
+            ],
+        }
 
     def _on_fetch_request(self, source: int, version: int, body: Body, corr: int, now_ms: int) -> None:
         if not self._cluster_ok(body):
-            self._respond(source, API_FETCH, version, corr, {"errorCode": _INCONSISTENT_CLUSTER, "responses": []})
+            self._respond(
+                source, API_FETCH, version, corr, {"errorCode": _INCONSISTENT_CLUSTER, "responses": []}
+            )
             return
         part = self._partition(body)
         if part is None:
@@ -790,14 +965,22 @@ class RaftNode:
             return
         fetch_offset = int(part["fetchOffset"])
         last_epoch = int(part.get("lastFetchedEpoch", -1))
-        max_bytes = min(int(part.get("partitionMaxBytes", self.config.fetch_max_bytes)), self.config.fetch_max_bytes)
+        max_bytes = min(
+            int(part.get("partitionMaxBytes", self.config.fetch_max_bytes)), self.config.fetch_max_bytes
+        )
         if fetch_offset < 0:
             self._respond(source, API_FETCH, version, corr, self._fetch_error_body(_INVALID_REQUEST))
             return
         start = self.log.start_offset
         snap = self.log.latest_snapshot()
-        if start > 0 and snap is not None and (fetch_offset < start or (
-                fetch_offset == start and last_epoch != self._snapshot_epoch_at(start))):
+        if (
+            start > 0
+            and snap is not None
+            and (
+                fetch_offset < start
+                or (fetch_offset == start and last_epoch != self._snapshot_epoch_at(start))
+            )
+        ):
             self._respond(source, API_FETCH, version, corr, self._fetch_body(snapshot=snap))
             return
         if fetch_offset > 0 or last_epoch > 0:
@@ -818,8 +1001,9 @@ class RaftNode:
         if fetch_offset < self.log.end_offset or max_wait <= 0:
             self._respond(source, API_FETCH, version, corr, self._fetch_body(fetch_offset, max_bytes))
         else:
-            self._parked.append(_ParkedFetch(source, version, corr, fetch_offset, max_bytes, now_ms + max_wait,
-                                             self._hw))
+            self._parked.append(
+                _ParkedFetch(source, version, corr, fetch_offset, max_bytes, now_ms + max_wait, self._hw)
+            )
 
     def _snapshot_epoch_at(self, offset: int) -> int:
         for sid in self.log.snapshots():
@@ -827,13 +1011,23 @@ class RaftNode:
                 return sid.epoch
         return -1
 
-    def _fetch_body(self, fetch_offset: int = -1, max_bytes: int = 0, *, snapshot: SnapshotId | None = None,
-                    diverging: Any = None, diverge_to_zero: bool = False) -> Body:
-        part: Body = {"partitionIndex": METADATA_PARTITION, "errorCode": _NONE,
-                      "highWatermark": -1 if self._hw is None else self._hw,
-                      "logStartOffset": self.log.start_offset,
-                      "currentLeader": {"leaderId": self.node_id, "leaderEpoch": self._epoch},
-                      "records": None}
+    def _fetch_body(
+        self,
+        fetch_offset: int = -1,
+        max_bytes: int = 0,
+        *,
+        snapshot: SnapshotId | None = None,
+        diverging: Any = None,
+        diverge_to_zero: bool = False,
+    ) -> Body:
+        part: Body = {
+            "partitionIndex": METADATA_PARTITION,
+            "errorCode": _NONE,
+            "highWatermark": -1 if self._hw is None else self._hw,
+            "logStartOffset": self.log.start_offset,
+            "currentLeader": {"leaderId": self.node_id, "leaderEpoch": self._epoch},
+            "records": None,
+        }
         if snapshot is not None:
             part["snapshotId"] = {"endOffset": snapshot.end_offset, "epoch": snapshot.epoch}
         elif diverging is not None:
@@ -861,8 +1055,13 @@ class RaftNode:
     def _update_high_watermark(self, now_ms: int) -> None:
         if self._role is not Role.LEADER:
             return
-        ends = sorted((self.log.flushed_offset if v == self.node_id else self._replica_end(v)
-                       for v in self.config.voters), reverse=True)
+        ends = sorted(
+            (
+                self.log.flushed_offset if v == self.node_id else self._replica_end(v)
+                for v in self.config.voters
+            ),
+            reverse=True,
+        )
         candidate = ends[self.config.majority - 1]
         if candidate > self._epoch_start_offset and (self._hw is None or candidate > self._hw):
             self._hw = candidate
@@ -870,8 +1069,9 @@ class RaftNode:
     def _check_quorum_deadline(self) -> int:
         """When the leader resigns if a majority of voters has not fetched (Kafka's check-quorum,
         1.5 x fetch timeout)."""
-        others = sorted((self._replicas[v].last_fetch_ms for v in self.config.voters if v != self.node_id),
-                        reverse=True)
+        others = sorted(
+            (self._replicas[v].last_fetch_ms for v in self.config.voters if v != self.node_id), reverse=True
+        )
         need = self.config.majority - 1
         if need <= 0 or not others:
             return 1 << 62
@@ -883,24 +1083,43 @@ class RaftNode:
             self._needs_flush = False
             self._update_high_watermark(now_ms)
         if now_ms >= self._check_quorum_deadline():
-            log.info("leader %d of epoch %d lost contact with a majority; resigning", self.node_id, self._epoch)
+            log.info(
+                "leader %d of epoch %d lost contact with a majority; resigning", self.node_id, self._epoch
+            )
             self._become_resigned(now_ms)
             return
         for voter, at in list(self._begin_pending.items()):
             if now_ms >= at and not self._has_in_flight(API_BEGIN_QUORUM_EPOCH, voter):
                 self._begin_pending[voter] = now_ms + self.config.request_timeout_ms
-                body = {"clusterId": self.config.cluster_id, "voterId": voter, "topics": [{
-                    "topicName": METADATA_TOPIC, "partitions": [{
-                        "partitionIndex": METADATA_PARTITION, "leaderId": self.node_id,
-                        "leaderEpoch": self._epoch}]}]}
+                body = {
+                    "clusterId": self.config.cluster_id,
+                    "voterId": voter,
+                    "topics": [
+                        {
+                            "topicName": METADATA_TOPIC,
+                            "partitions": [
+                                {
+                                    "partitionIndex": METADATA_PARTITION,
+                                    "leaderId": self.node_id,
+                                    "leaderEpoch": self._epoch,
+                                }
+                            ],
+                        }
+                    ],
+                }
                 self._send(voter, API_BEGIN_QUORUM_EPOCH, body, now_ms)
         if self._parked:
             keep = []
             end = self.log.end_offset
             for p in self._parked:
                 if now_ms >= p.deadline_ms or end > p.fetch_offset or p.high_watermark != self._hw:
-                    self._respond(p.source, API_FETCH, p.version, p.correlation_id,
-                                  self._fetch_body(p.fetch_offset, p.max_bytes))
+                    self._respond(
+                        p.source,
+                        API_FETCH,
+                        p.version,
+                        p.correlation_id,
+                        self._fetch_body(p.fetch_offset, p.max_bytes),
+                    )
                 else:
                     keep.append(p)
             self._parked = keep
@@ -909,14 +1128,31 @@ class RaftNode:
     def _on_fetch_snapshot_request(self, body: Body) -> Body:
         part = self._partition(body)
 
-        def reply(error: int, sid: Body | None = None, size: int = 0, position: int = 0,
-                  data: bytes = b"") -> Body:
-            return {"errorCode": _NONE, "topics": [{"name": METADATA_TOPIC, "partitions": [{
-                "index": METADATA_PARTITION, "errorCode": error,
-                "snapshotId": sid or {"endOffset": -1, "epoch": -1},
-                "currentLeader": {"leaderId": -1 if self._leader_id is None else self._leader_id,
-                                  "leaderEpoch": self._epoch},
-                "size": size, "position": position, "unalignedRecords": data}]}]}
+        def reply(
+            error: int, sid: Body | None = None, size: int = 0, position: int = 0, data: bytes = b""
+        ) -> Body:
+            return {
+                "errorCode": _NONE,
+                "topics": [
+                    {
+                        "name": METADATA_TOPIC,
+                        "partitions": [
+                            {
+                                "index": METADATA_PARTITION,
+                                "errorCode": error,
+                                "snapshotId": sid or {"endOffset": -1, "epoch": -1},
+                                "currentLeader": {
+                                    "leaderId": -1 if self._leader_id is None else self._leader_id,
+                                    "leaderEpoch": self._epoch,
+                                },
+                                "size": size,
+                                "position": position,
+                                "unalignedRecords": data,
+                            }
+                        ],
+                    }
+                ],
+            }
 
         if part is None:
             return reply(_INVALID_REQUEST)
@@ -934,8 +1170,10 @@ class RaftNode:
         position = int(part["position"])
         if position < 0 or position >= size:
             return reply(_POSITION_OUT_OF_RANGE, part["snapshotId"], size, position)
-        limit = min(int(body.get("maxBytes", self.config.fetch_snapshot_max_bytes)),
-                    self.config.fetch_snapshot_max_bytes)
+        limit = min(
+            int(body.get("maxBytes", self.config.fetch_snapshot_max_bytes)),
+            self.config.fetch_snapshot_max_bytes,
+        )
         return reply(_NONE, part["snapshotId"], size, position, self.log.read_snapshot(sid, position, limit))
 
     # ================================================================== follower side
@@ -948,19 +1186,35 @@ class RaftNode:
         self._send_at = now_ms + self.config.request_timeout_ms
 
     def _maybe_send_fetch(self, now_ms: int) -> None:
-        if (self._role is not Role.FOLLOWER or self._leader_id is None or self._send_at is None
-                or now_ms < self._send_at):
+        if (
+            self._role is not Role.FOLLOWER
+            or self._leader_id is None
+            or self._send_at is None
+            or now_ms < self._send_at
+        ):
             return
         if self._has_in_flight(API_FETCH) or self._has_in_flight(API_FETCH_SNAPSHOT):
             return
         if self._download is not None:
             sid, buf, _ = self._download
-            body = {"clusterId": self.config.cluster_id, "replicaId": self.node_id,
-                    "maxBytes": self.config.fetch_snapshot_max_bytes, "topics": [{
-                        "name": METADATA_TOPIC, "partitions": [{
-                            "partition": METADATA_PARTITION, "currentLeaderEpoch": self._epoch,
-                            "snapshotId": {"endOffset": sid.end_offset, "epoch": sid.epoch},
-                            "position": len(buf)}]}]}
+            body = {
+                "clusterId": self.config.cluster_id,
+                "replicaId": self.node_id,
+                "maxBytes": self.config.fetch_snapshot_max_bytes,
+                "topics": [
+                    {
+                        "name": METADATA_TOPIC,
+                        "partitions": [
+                            {
+                                "partition": METADATA_PARTITION,
+                                "currentLeaderEpoch": self._epoch,
+                                "snapshotId": {"endOffset": sid.end_offset, "epoch": sid.epoch},
+                                "position": len(buf),
+                            }
+                        ],
+                    }
+                ],
+            }
             self._send(self._leader_id, API_FETCH_SNAPSHOT, body, now_ms, context=(sid, len(buf)))
         else:
             self._send_fetch(self._leader_id, now_ms)
@@ -968,15 +1222,28 @@ class RaftNode:
 
     def _send_fetch(self, destination: int, now_ms: int) -> None:
         offset = self.log.end_offset
-        body = {"clusterId": self.config.cluster_id,
-                "replicaState": {"replicaId": self.node_id, "replicaEpoch": -1},
-                "maxWaitMs": self.config.fetch_max_wait_ms, "minBytes": 0,
-                "maxBytes": self.config.fetch_max_bytes,
-                "topics": [{"topicId": METADATA_TOPIC_ID, "partitions": [{
-                    "partition": METADATA_PARTITION, "currentLeaderEpoch": self._epoch,
-                    "fetchOffset": offset, "lastFetchedEpoch": self.log.last_fetched_epoch(),
-                    "logStartOffset": self.log.start_offset,
-                    "partitionMaxBytes": self.config.fetch_max_bytes}]}]}
+        body = {
+            "clusterId": self.config.cluster_id,
+            "replicaState": {"replicaId": self.node_id, "replicaEpoch": -1},
+            "maxWaitMs": self.config.fetch_max_wait_ms,
+            "minBytes": 0,
+            "maxBytes": self.config.fetch_max_bytes,
+            "topics": [
+                {
+                    "topicId": METADATA_TOPIC_ID,
+                    "partitions": [
+                        {
+                            "partition": METADATA_PARTITION,
+                            "currentLeaderEpoch": self._epoch,
+                            "fetchOffset": offset,
+                            "lastFetchedEpoch": self.log.last_fetched_epoch(),
+                            "logStartOffset": self.log.start_offset,
+                            "partitionMaxBytes": self.config.fetch_max_bytes,
+                        }
+                    ],
+                }
+            ],
+        }
         self._send(destination, API_FETCH, body, now_ms, context=(self._epoch, offset))
 
     def _on_fetch_response(self, source: int, body: Body, flight: _InFlight, now_ms: int) -> None:
@@ -991,8 +1258,13 @@ class RaftNode:
         if self._observe_epoch(leader_id, leader_epoch, now_ms):
             return
         sent_epoch, sent_offset = flight.context
-        if (part["errorCode"] != _NONE or self._role is not Role.FOLLOWER or source != self._leader_id
-                or sent_epoch != self._epoch or sent_offset != self.log.end_offset):
+        if (
+            part["errorCode"] != _NONE
+            or self._role is not Role.FOLLOWER
+            or source != self._leader_id
+            or sent_epoch != self._epoch
+            or sent_offset != self.log.end_offset
+        ):
             if self._role in (Role.FOLLOWER, Role.UNATTACHED):
                 self._send_at = retry
             return
@@ -1018,22 +1290,27 @@ class RaftNode:
         target = end_offset if local.offset < 0 else min(end_offset, local.offset)
         committed = max(self._applied, self._hw or 0)
         if target < committed:
-            raise RaftStateError(f"node {self.node_id}: diverging epoch {epoch} at {end_offset} would truncate "
-                                 f"to {target}, below the committed offset {committed}")
+            raise RaftStateError(
+                f"node {self.node_id}: diverging epoch {epoch} at {end_offset} would truncate "
+                f"to {target}, below the committed offset {committed}"
+            )
         if target < self.log.start_offset:
-            raise RaftStateError(f"node {self.node_id}: truncation to {target} is below the log start "
-                                 f"{self.log.start_offset}")
-        log.debug("node %d truncates to %d (diverging epoch %d end %d)", self.node_id, target, epoch, end_offset)
+            raise RaftStateError(
+                f"node {self.node_id}: truncation to {target} is below the log start {self.log.start_offset}"
+            )
+        log.debug(
+            "node %d truncates to %d (diverging epoch %d end %d)", self.node_id, target, epoch, end_offset
+        )
         self.log.truncate_to(target)
 
     def _append_as_follower(self, data: bytes) -> None:
-        infos, valid = scan_batch_infos(data)
+        infos, _valid = scan_batch_infos(data)
         for info in infos:
             if info.base_offset < self.log.end_offset:
                 continue  # already have it (cannot happen with one fetch in flight, but harmless)
             if info.base_offset > self.log.end_offset:
                 break
-            self.log.append(data[info.position:info.position + info.size])
+            self.log.append(data[info.position : info.position + info.size])
         self.log.flush()  # voters flush before fetching again: their fetch offset acknowledges
 
     def _update_follower_hw(self, leader_hw: int) -> None:
@@ -1098,10 +1375,16 @@ class RaftNode:
                 for rec in batch.records():
                     if batch.is_control:
                         key = bytes(rec.key) if rec.key is not None else b""
-                        if len(key) >= 4 and int.from_bytes(key[2:4], "big") == ControlRecordType.SNAPSHOT_HEADER \
-                                and rec.value is not None:
-                            last_ts = int(codec.decode(SNAPSHOT_HEADER_RECORD, 0,
-                                                       bytes(rec.value))["lastContainedLogTimestamp"])
+                        if (
+                            len(key) >= 4
+                            and int.from_bytes(key[2:4], "big") == ControlRecordType.SNAPSHOT_HEADER
+                            and rec.value is not None
+                        ):
+                            last_ts = int(
+                                codec.decode(SNAPSHOT_HEADER_RECORD, 0, bytes(rec.value))[
+                                    "lastContainedLogTimestamp"
+                                ]
+                            )
                     elif rec.value is not None:
                         records.append(bytes(rec.value))
         except RecordsError as exc:
@@ -1116,8 +1399,9 @@ class RaftNode:
         if self._applied < self.log.start_offset:
             snap = self.log.latest_snapshot()
             if snap is None or snap.end_offset < self.log.start_offset:
-                raise RaftStateError(f"node {self.node_id}: log starts at {self.log.start_offset} "
-                                     f"without a snapshot there")
+                raise RaftStateError(
+                    f"node {self.node_id}: log starts at {self.log.start_offset} without a snapshot there"
+                )
             self._queue_snapshot_load(snap)
         if limit <= self._applied:
             return
@@ -1132,7 +1416,15 @@ class RaftNode:
                     if batch.is_control:
                         key = bytes(rec.key) if rec.key is not None else b""
                         types.append(int.from_bytes(key[2:4], "big", signed=True) if len(key) >= 4 else -1)
-                self._committed.append(CommittedBatch(batch.base_offset, batch.last_offset,
-                                                      batch.partition_leader_epoch, batch.max_timestamp,
-                                                      batch.is_control, tuple(values), tuple(types)))
+                self._committed.append(
+                    CommittedBatch(
+                        batch.base_offset,
+                        batch.last_offset,
+                        batch.partition_leader_epoch,
+                        batch.max_timestamp,
+                        batch.is_control,
+                        tuple(values),
+                        tuple(types),
+                    )
+                )
             self._applied = info.last_offset + 1

@@ -77,14 +77,25 @@ class FileQuorumStateStore(QuorumStateStore):
         if not self.path.exists():
             return None
         state = read_quorum_state(self.path)
-        return ElectionState(max(state.leader_epoch, 0), None if state.leader_id < 0 else state.leader_id,
-                             None if state.voted_id < 0 else state.voted_id)
+        return ElectionState(
+            max(state.leader_epoch, 0),
+            None if state.leader_id < 0 else state.leader_id,
+            None if state.voted_id < 0 else state.voted_id,
+        )
 
     def write(self, state: ElectionState) -> None:
-        write_quorum_state(self.path, QuorumState(
-            data_version=0, leader_id=-1 if state.leader_id is None else state.leader_id,
-            leader_epoch=state.epoch, voted_id=-1 if state.voted_id is None else state.voted_id,
-            cluster_id="", applied_offset=0, current_voters=self.voters))
+        write_quorum_state(
+            self.path,
+            QuorumState(
+                data_version=0,
+                leader_id=-1 if state.leader_id is None else state.leader_id,
+                leader_epoch=state.epoch,
+                voted_id=-1 if state.voted_id is None else state.voted_id,
+                cluster_id="",
+                applied_offset=0,
+                current_voters=self.voters,
+            ),
+        )
 
 
 class _Batch:
@@ -102,8 +113,13 @@ class _Batch:
 class FileRaftLog(RaftLog):
     """:class:`~kraftwerk.raft.RaftLog` over Kafka's files (one process owns the directory)."""
 
-    def __init__(self, directory: Path, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
-                 index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+    ) -> None:
         self.directory = Path(directory)
         self.segment_bytes = segment_bytes
         self.index_interval_bytes = index_interval_bytes
@@ -139,8 +155,10 @@ class FileRaftLog(RaftLog):
         elif snaps:
             self._start = snaps[0].snapshot_id.end_offset
             if first is not None and first > self._start:
-                raise RaftStateError(f"{self.directory}: the log starts at {first}, after the earliest "
-                                     f"snapshot's end offset {self._start}")
+                raise RaftStateError(
+                    f"{self.directory}: the log starts at {first}, after the earliest "
+                    f"snapshot's end offset {self._start}"
+                )
         else:
             raise RaftStateError(f"{self.directory}: the log starts at {first} but there is no snapshot")
         for b in self._batches:
@@ -216,8 +234,9 @@ class FileRaftLog(RaftLog):
             raise ValueError("append takes exactly one valid record batch")
         info = infos[0]
         if info.base_offset != self.end_offset:
-            raise ValueError(f"batch base offset {info.base_offset} is not the log end offset "
-                             f"{self.end_offset}")
+            raise ValueError(
+                f"batch base offset {info.base_offset} is not the log end offset {self.end_offset}"
+            )
         active = self._segments[-1]
         if self._sizes[active] > 0 and self._sizes[active] + len(batch) > self.segment_bytes:
             self._roll(info.base_offset)
@@ -228,8 +247,9 @@ class FileRaftLog(RaftLog):
             os.write(fd, batch)
         position = self._sizes[active]
         self._sizes[active] += len(batch)
-        self._batches.append(_Batch(active, LogBatchInfo(info.base_offset, info.last_offset, info.epoch,
-                                                         position, info.size)))
+        self._batches.append(
+            _Batch(active, LogBatchInfo(info.base_offset, info.last_offset, info.epoch, position, info.size))
+        )
         self._bases.append(info.base_offset)
         if self._cache.latest_epoch() != info.epoch:
             self._cache.assign(info.epoch, info.base_offset)
@@ -260,7 +280,7 @@ class FileRaftLog(RaftLog):
             return b""
         first = self._batches[idx]
         last = first
-        for b in self._batches[idx + 1:]:
+        for b in self._batches[idx + 1 :]:
             if b.segment != first.segment or b.position + b.size - first.position > max_bytes:
                 break
             last = b
@@ -273,7 +293,9 @@ class FileRaftLog(RaftLog):
             if b.base >= end:
                 break
             if b.last >= start:
-                out.append((LogBatchInfo(b.base, b.last, b.epoch, b.position, b.size), self._read_range(b, b)))
+                out.append(
+                    (LogBatchInfo(b.base, b.last, b.epoch, b.position, b.size), self._read_range(b, b))
+                )
         return out
 
     def truncate_to(self, offset: int) -> None:
@@ -311,7 +333,9 @@ class FileRaftLog(RaftLog):
         return self._cache.entries
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
-        return end_offset_for_epoch(self._cache, epoch, self.end_offset, self._start, self.earliest_snapshot())
+        return end_offset_for_epoch(
+            self._cache, epoch, self.end_offset, self._start, self.earliest_snapshot()
+        )
 
     def last_fetched_epoch(self) -> int:
         if self._batches and self._batches[-1].last >= self._start:
@@ -395,8 +419,9 @@ class FileRaftLog(RaftLog):
         return True
 
 
-def open_metadata_log(metadata_log_dir: Path, voters: tuple[int, ...], *,
-                      segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> tuple[FileRaftLog, FileQuorumStateStore]:
+def open_metadata_log(
+    metadata_log_dir: Path, voters: tuple[int, ...], *, segment_bytes: int = DEFAULT_SEGMENT_BYTES
+) -> tuple[FileRaftLog, FileQuorumStateStore]:
     """The raft log and quorum-state store of ``<metadata_log_dir>/__cluster_metadata-0``."""
     directory = Path(metadata_log_dir) / METADATA_PARTITION_DIR
     raft_log = FileRaftLog(directory, segment_bytes=segment_bytes)

@@ -60,12 +60,15 @@ class Checker:
         if role_is_leader:
             other = self.leaders.setdefault(epoch, node_id)
             if other != node_id:
-                raise InvariantViolation("one leader per epoch", f"nodes {other} and {node_id} both led epoch {epoch}")
+                raise InvariantViolation(
+                    "one leader per epoch", f"nodes {other} and {node_id} both led epoch {epoch}"
+                )
         if hw is not None:
             before = self.node_hw.get(node_id)
             if before is not None and hw < before:
-                raise InvariantViolation("monotonic high watermark",
-                                         f"node {node_id} high watermark went from {before} to {hw}")
+                raise InvariantViolation(
+                    "monotonic high watermark", f"node {node_id} high watermark went from {before} to {hw}"
+                )
             self.node_hw[node_id] = hw
             if hw > self.max_hw:
                 self.max_hw = hw
@@ -90,7 +93,8 @@ class Checker:
                 raise InvariantViolation(
                     "identical committed prefixes",
                     f"node {node_id} committed a batch at {batch.base_offset}, inside the history batch "
-                    f"{_show(self.history[inside])}")
+                    f"{_show(self.history[inside])}",
+                )
             self.history[batch.base_offset] = entry
             bisect.insort(self.bases, batch.base_offset)
             self.committed_end = max(self.committed_end, batch.last_offset + 1)
@@ -98,16 +102,18 @@ class Checker:
             raise InvariantViolation(
                 "identical committed prefixes",
                 f"node {node_id} committed {_show(entry)} at offset {batch.base_offset}, "
-                f"the history has {_show(known)}")
+                f"the history has {_show(known)}",
+            )
 
     def observe_digest(self, node_id: int, end_offset: int, digest: str, *, from_snapshot: bool) -> None:
         """The state machine's state at an end offset is the same on every node (and in snapshots)."""
         known = self.digests.setdefault(end_offset, digest)
         if known != digest:
             what = "snapshot" if from_snapshot else "state"
-            raise InvariantViolation("snapshot contents" if from_snapshot else "identical committed prefixes",
-                                     f"node {node_id} {what} at offset {end_offset} has digest {digest}, "
-                                     f"expected {known}")
+            raise InvariantViolation(
+                "snapshot contents" if from_snapshot else "identical committed prefixes",
+                f"node {node_id} {what} at offset {end_offset} has digest {digest}, expected {known}",
+            )
 
     # ------------------------------------------------------------------ durability
     def check_majority(self, hw: int, durable_ends: dict[int, tuple[int, int | None, int]]) -> None:
@@ -125,9 +131,10 @@ class Checker:
             if snap_end >= hw or (end >= hw and (ref_epoch is None or epoch_at == ref_epoch)):
                 holders.append(voter)
         if len(holders) < len(self.voters) // 2 + 1:
-            raise InvariantViolation("committed data on a majority",
-                                     f"high watermark {hw} is durable only on voters {holders} "
-                                     f"({durable_ends})")
+            raise InvariantViolation(
+                "committed data on a majority",
+                f"high watermark {hw} is durable only on voters {holders} ({durable_ends})",
+            )
 
     def _batch_base_for(self, offset: int) -> int:
         """The base offset of the history batch holding ``offset``, or -1."""
@@ -145,16 +152,20 @@ class Checker:
             base = self._batch_base_for(ack.offset)
             if base < 0:
                 if final:
-                    raise InvariantViolation("no acknowledged write lost",
-                                             f"write {ack.value!r} at offset {ack.offset} (epoch {ack.epoch}) "
-                                             f"never showed up in the committed history")
+                    raise InvariantViolation(
+                        "no acknowledged write lost",
+                        f"write {ack.value!r} at offset {ack.offset} (epoch {ack.epoch}) "
+                        f"never showed up in the committed history",
+                    )
                 pending.append(ack)
                 continue
             _, epoch, values, _ = self.history[base]
             if epoch != ack.epoch or ack.value not in values:
-                raise InvariantViolation("no acknowledged write lost",
-                                         f"write {ack.value!r} acknowledged at offset {ack.offset} in epoch "
-                                         f"{ack.epoch}, but the committed batch there is epoch {epoch} {values!r}")
+                raise InvariantViolation(
+                    "no acknowledged write lost",
+                    f"write {ack.value!r} acknowledged at offset {ack.offset} in epoch "
+                    f"{ack.epoch}, but the committed batch there is epoch {epoch} {values!r}",
+                )
         self.acks = pending
 
 

@@ -77,7 +77,9 @@ class KVStateMachine:
                 self.applied = item.end_offset
                 self.snapshots_loaded += 1
                 if self.checker is not None:
-                    self.checker.observe_digest(self.node_id, item.end_offset, self.digest(), from_snapshot=True)
+                    self.checker.observe_digest(
+                        self.node_id, item.end_offset, self.digest(), from_snapshot=True
+                    )
                 continue
             if not item.is_control:
                 for rec in item.records:
@@ -117,9 +119,19 @@ class SimNode:
 class Cluster:
     """Voters ``1..voters`` and observers after them, all in one deterministic world."""
 
-    def __init__(self, *, voters: int, observers: int, seed: int, raft_overrides: dict[str, int] | None = None,
-                 state_machine: StateMachineFactory | None = None, checker: Checker | None = None,
-                 wire: bool = True, torn_writes: bool = True, trace_size: int = 200) -> None:
+    def __init__(
+        self,
+        *,
+        voters: int,
+        observers: int,
+        seed: int,
+        raft_overrides: dict[str, int] | None = None,
+        state_machine: StateMachineFactory | None = None,
+        checker: Checker | None = None,
+        wire: bool = True,
+        torn_writes: bool = True,
+        trace_size: int = 200,
+    ) -> None:
         self.rng = random.Random(seed)
         self.queue = EventQueue()
         self.net = Network(random.Random(self.rng.getrandbits(64)))
@@ -131,8 +143,16 @@ class Cluster:
         self.torn_writes = torn_writes
         self.trace: deque[tuple[int, str]] = deque(maxlen=trace_size)
         self.pending_acks: dict[int, list[Ack]] = {}
-        self.stats: dict[str, int] = {"crashes": 0, "restarts": 0, "pauses": 0, "partitions": 0,
-                                      "appends": 0, "acked": 0, "elections": 0, "snapshot_loads": 0}
+        self.stats: dict[str, int] = {
+            "crashes": 0,
+            "restarts": 0,
+            "pauses": 0,
+            "partitions": 0,
+            "appends": 0,
+            "acked": 0,
+            "elections": 0,
+            "snapshot_loads": 0,
+        }
         #: test hook: this node's committed batches are altered before the checker sees them
         self.corrupt_node: int | None = None
         overrides = raft_overrides or {}
@@ -160,8 +180,10 @@ class Cluster:
         n.machine = self.state_machine(nid) if self.state_machine is not None else None
         n.paused = False
         self.checker.reset_node(nid)
-        self.note(f"start node {nid} (incarnation {n.incarnation}, log {n.log.start_offset}..{n.log.end_offset}, "
-                  f"role {n.raft.role.value}, epoch {n.raft.epoch})")
+        self.note(
+            f"start node {nid} (incarnation {n.incarnation}, log {n.log.start_offset}..{n.log.end_offset}, "
+            f"role {n.raft.role.value}, epoch {n.raft.epoch})"
+        )
         self._dispatch(nid, n.raft.take_effects())
         self._after(nid)
 
@@ -170,8 +192,10 @@ class Cluster:
         if n.raft is None or n.log is None:
             return
         n.disk.crash(n.log, self.rng, self.torn_writes and self.rng.random() < 0.5)
-        self.note(f"crash node {nid} (role {n.raft.role.value}, epoch {n.raft.epoch}, durable end "
-                  f"{n.log.flushed_offset}, lost {n.log.unflushed_bytes} bytes)")
+        self.note(
+            f"crash node {nid} (role {n.raft.role.value}, epoch {n.raft.epoch}, durable end "
+            f"{n.log.flushed_offset}, lost {n.log.unflushed_bytes} bytes)"
+        )
         n.raft = None
         n.log = None
         n.machine = None
@@ -270,8 +294,10 @@ class Cluster:
         if n.log is not None and n.log.start_offset > 0:
             snaps = n.log.snapshots()
             if not any(s.end_offset == n.log.start_offset for s in snaps):
-                raise InvariantViolation("snapshot at log start",
-                                         f"node {nid} log starts at {n.log.start_offset}; snapshots {snaps}")
+                raise InvariantViolation(
+                    "snapshot at log start",
+                    f"node {nid} log starts at {n.log.start_offset}; snapshots {snaps}",
+                )
         if self.checker.max_hw > self._max_hw_checked:
             self.check_durability()
         deadline = raft.next_deadline_ms()
@@ -309,8 +335,12 @@ class Cluster:
     def leader(self) -> int | None:
         best: tuple[int, int] | None = None
         for nid, n in self.nodes.items():
-            if n.raft is not None and not n.paused and n.raft.role is Role.LEADER and (
-                    best is None or n.raft.epoch > best[0]):
+            if (
+                n.raft is not None
+                and not n.paused
+                and n.raft.role is Role.LEADER
+                and (best is None or n.raft.epoch > best[0])
+            ):
                 best = (n.raft.epoch, nid)
         return None if best is None else best[1]
 
@@ -359,6 +389,13 @@ class Cluster:
 
 def _corrupted(item: Committed) -> Committed:
     if isinstance(item, CommittedBatch) and not item.is_control and item.records:
-        return CommittedBatch(item.base_offset, item.last_offset, item.epoch, item.append_time_ms,
-                              item.is_control, (item.records[0] + b"!",) + item.records[1:], item.control_types)
+        return CommittedBatch(
+            item.base_offset,
+            item.last_offset,
+            item.epoch,
+            item.append_time_ms,
+            item.is_control,
+            (item.records[0] + b"!", *item.records[1:]),
+            item.control_types,
+        )
     return item

@@ -29,8 +29,16 @@ class Scenario(enum.Enum):
     NONE = "none"
 
 
-FAULT_KINDS = ("crash", "crash_leader", "isolate_leader", "partition", "pause", "lossy", "kill_all",
-               "back_to_back")
+FAULT_KINDS = (
+    "crash",
+    "crash_leader",
+    "isolate_leader",
+    "partition",
+    "pause",
+    "lossy",
+    "kill_all",
+    "back_to_back",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +70,10 @@ class SimConfig:
         return self.fault_phase_ms if self.fault_phase_ms is not None else 3000 + 1500 * self.events
 
     def replay_command(self) -> str:
-        cmd = (f"kraftwerk sim raft --voters {self.voters} --observers {self.observers} --seeds 1 "
-               f"--start {self.seed} --events {self.events} --scenario {self.scenario.value}")
+        cmd = (
+            f"kraftwerk sim raft --voters {self.voters} --observers {self.observers} --seeds 1 "
+            f"--start {self.seed} --events {self.events} --scenario {self.scenario.value}"
+        )
         if not self.wire:
             cmd += " --no-wire"
         return cmd
@@ -88,17 +98,28 @@ class SeedResult:
     commit_latencies_ms: list[int] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"seed": self.config.seed, "ok": self.ok, "invariant": self.invariant, "violation": self.violation,
-                "events": self.events, "virtual_ms": self.virtual_ms, "wall_s": round(self.wall_s, 4),
-                "stats": self.stats, "config": self.config.to_json(),
-                "replay": self.config.replay_command(), "trace_tail": self.trace_tail}
+        return {
+            "seed": self.config.seed,
+            "ok": self.ok,
+            "invariant": self.invariant,
+            "violation": self.violation,
+            "events": self.events,
+            "virtual_ms": self.virtual_ms,
+            "wall_s": round(self.wall_s, 4),
+            "stats": self.stats,
+            "config": self.config.to_json(),
+            "replay": self.config.replay_command(),
+            "trace_tail": self.trace_tail,
+        }
 
     def report(self) -> str:
         """Everything needed to replay a failing seed."""
-        lines = [f"seed {self.config.seed} violated {self.invariant}: {self.violation}",
-                 f"config: {self.config.to_json()}",
-                 f"replay: {self.config.replay_command()}",
-                 f"trace (last {len(self.trace_tail)} events):"]
+        lines = [
+            f"seed {self.config.seed} violated {self.invariant}: {self.violation}",
+            f"config: {self.config.to_json()}",
+            f"replay: {self.config.replay_command()}",
+            f"trace (last {len(self.trace_tail)} events):",
+        ]
         lines.extend(f"  {t}" for t in self.trace_tail)
         return "\n".join(lines)
 
@@ -118,10 +139,19 @@ class _Run:
             self.machines[nid] = m
             return m
 
-        self.cluster = Cluster(voters=cfg.voters, observers=cfg.observers, seed=cfg.seed, state_machine=factory,
-                               checker=checker, wire=cfg.wire, torn_writes=cfg.torn_writes,
-                               raft_overrides={"election_timeout_ms": cfg.election_timeout_ms,
-                                               "fetch_timeout_ms": cfg.fetch_timeout_ms})
+        self.cluster = Cluster(
+            voters=cfg.voters,
+            observers=cfg.observers,
+            seed=cfg.seed,
+            state_machine=factory,
+            checker=checker,
+            wire=cfg.wire,
+            torn_writes=cfg.torn_writes,
+            raft_overrides={
+                "election_timeout_ms": cfg.election_timeout_ms,
+                "fetch_timeout_ms": cfg.fetch_timeout_ms,
+            },
+        )
         self.cluster.corrupt_node = cfg.corrupt_node
         self.base_faults = LinkFaults(cfg.drop, cfg.duplicate, cfg.min_delay_ms, cfg.max_delay_ms)
         self.cluster.set_link_faults(self.base_faults)
@@ -215,6 +245,7 @@ class _Run:
         elif sc is Scenario.ALL_KILLED:
             self.at(3000, lambda: self.fault("kill_all"))
         elif sc is Scenario.BEHIND_SNAPSHOT:
+
             def isolate_follower() -> None:
                 c = self.cluster
                 leader = c.leader()
@@ -223,6 +254,7 @@ class _Run:
                     victim = followers[-1]
                     c.crash(victim)
                     self.at(end - 200, lambda: self.restart(victim))
+
             self.at(1500, isolate_follower)
         self.at(end, self.heal)
 
@@ -278,15 +310,24 @@ class _Run:
             raft = c.nodes[leader].raft
             if raft is None or raft.epoch != epoch or raft.role is not Role.LEADER:
                 self.marker = None  # lost leadership before committing: write again
-            elif all((v := c.nodes[n].raft) is not None and v.high_watermark is not None
-                     and v.high_watermark > offset for n in c.voter_ids):
+            elif all(
+                (v := c.nodes[n].raft) is not None
+                and v.high_watermark is not None
+                and v.high_watermark > offset
+                for n in c.voter_ids
+            ):
                 self.done = True
                 return
         if c.now - self.healed_at > self.cfg.liveness_bound_ms:
-            roles = {n: (s.raft.role.value, s.raft.epoch, s.raft.high_watermark) if s.raft else "down"
-                     for n, s in c.nodes.items()}
-            raise InvariantViolation("liveness", f"no leader committed a write on every voter within "
-                                                 f"{self.cfg.liveness_bound_ms} ms after healing; nodes {roles}")
+            roles = {
+                n: (s.raft.role.value, s.raft.epoch, s.raft.high_watermark) if s.raft else "down"
+                for n, s in c.nodes.items()
+            }
+            raise InvariantViolation(
+                "liveness",
+                f"no leader committed a write on every voter within "
+                f"{self.cfg.liveness_bound_ms} ms after healing; nodes {roles}",
+            )
 
     def run(self) -> None:
         self.schedule_faults()
@@ -297,7 +338,9 @@ class _Run:
             if q.now == last_time:
                 same_time += 1
                 if same_time > 50_000:
-                    raise InvariantViolation("progress", f"more than 50000 events at virtual time {q.now} (livelock)")
+                    raise InvariantViolation(
+                        "progress", f"more than 50000 events at virtual time {q.now} (livelock)"
+                    )
             else:
                 last_time, same_time = q.now, 0
         self.checker.check_acks(final=True)
@@ -325,8 +368,13 @@ def run_seed(cfg: SimConfig) -> SeedResult:
     result.events = c.queue.executed
     result.virtual_ms = c.now
     result.wall_s = time.perf_counter() - started
-    result.stats = dict(c.stats, sent=c.net.sent, dropped=c.net.dropped, duplicated=c.net.duplicated,
-                        torn_writes=sum(n.disk.torn_writes for n in c.nodes.values()))
+    result.stats = dict(
+        c.stats,
+        sent=c.net.sent,
+        dropped=c.net.dropped,
+        duplicated=c.net.duplicated,
+        torn_writes=sum(n.disk.torn_writes for n in c.nodes.values()),
+    )
     result.commit_latencies_ms = run.latencies
     if not result.ok:
         result.trace_tail = [f"t={t} {text}" for t, text in c.trace]
