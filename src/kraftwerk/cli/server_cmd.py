@@ -81,3 +81,29 @@ async def _run(config: ServerConfig) -> int:
     await node.stopped.wait()
     await node.stop()
     return node.exit_code
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m kraftwerk.cli.server_cmd start --config F``: what ``kraftwerk cluster`` launches.
+
+    It builds only this group's parser, so a node process never depends on the other command
+    groups importing cleanly; errors are one stderr line and exit 1, as in ``kraftwerk``.
+    """
+    import argparse as _argparse
+
+    from kraftwerk.errors import KraftwerkError
+
+    parser = _argparse.ArgumentParser(prog="kraftwerk")
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    register(parser.add_subparsers(dest="group", metavar="<group>", required=True))
+    args = parser.parse_args(["server", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        code: int = args.func(args)
+    except KraftwerkError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

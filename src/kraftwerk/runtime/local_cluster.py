@@ -9,7 +9,8 @@ Layout of ``D``::
 
 Controllers get ids 1..C, brokers C+1..C+B. Every node is formatted with the storage layer's
 ``format_node`` (what ``kraftwerk storage format`` runs) and started detached with
-``python -m kraftwerk.cli.main server start``; a node is ready once its ``kraftwerk.ready`` file
+``python -m kraftwerk.cli.server_cmd start`` (``kraftwerk server start``
+without the other command groups); a node is ready once its ``kraftwerk.ready`` file
 names its pid, and *fenced* once its ``kraftwerk.fenced`` file does (a broker whose software
 cannot support a finalized feature level: the controller refuses its registration, so waiting
 for it would never end).
@@ -169,7 +170,7 @@ class LocalCluster:
             ready.unlink()
         with open(node.log_path(self.root), "ab") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "kraftwerk.cli.main", "server", "start", "--config",
+                [sys.executable, "-m", "kraftwerk.cli.server_cmd", "start", "--config",
                  str(node.config_path(self.root))],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
             )

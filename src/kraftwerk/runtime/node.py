@@ -468,6 +468,9 @@ class Node:
         raft = self.raft
         if raft is None or not raft.node.is_leader:
             return False
+        if not reply.records:
+            # Nothing to write (an idempotent re-registration): answer from the committed state.
+            return True
         try:
             offset = raft.append(reply.encoded_records())
         except NotLeaderError:
