@@ -14,43 +14,18 @@ whole converted segment (extra work the peers do not do, and fresh memory for 20
 from __future__ import annotations
 
 import platform
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import aiokafka.record.memory_records as aio_records
 import kafka.record as kp_records
 from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+from bench.common import best_rates
 from kraftwerk.records import CompressionType, build_records, iter_batches, iter_upconverted, upconvert
 
 RECORDS = 20_000
 PER_BATCH = 200
-
-
-def best_rates(funcs: Sequence[Callable[[], object]], *, rounds: int = 7, min_seconds: float = 0.15
-               ) -> list[float]:
-    """Calls per second of each function: the best of ``rounds`` timed loops, the functions taking
-    turns within every round so that load from other processes on a shared machine hits them alike."""
-    loops = []
-    for func in funcs:
-        n = 1
-        while True:
-            start = time.perf_counter()
-            for _ in range(n):
-                func()
-            if time.perf_counter() - start >= min_seconds / 4:
-                break
-            n *= 2
-        loops.append(n)
-    best = [0.0] * len(funcs)
-    for _ in range(rounds):
-        for i, func in enumerate(funcs):
-            start = time.perf_counter()
-            for _ in range(loops[i]):
-                func()
-            best[i] = max(best[i], loops[i] / (time.perf_counter() - start))
-    return best
 
 
 def _segment(value_size: int, codec: CompressionType) -> bytes:
