@@ -122,7 +122,11 @@ def test_upconvert_job_in_place(spark: SparkSession, tmp_path: Path, monkeypatch
     if codec.xxhash is None:
         monkeypatch.setattr(codec, "xxhash", XXHashModuleShim)
     fleet = build_fleet(tmp_path, log_dirs=2, partitions_per_dir=5)
-    outcomes = upconvert_job(spark, _dirs(fleet), in_place=True, out_dir=None, dry_run=False)
+    calls: list[tuple[int, int]] = []
+    outcomes = upconvert_job(spark, _dirs(fleet), in_place=True, out_dir=None, dry_run=False,
+                             progress=lambda done, total: calls.append((done, total)), poll_seconds=0.05)
+    assert calls and calls[-1] == (len(fleet.partitions), len(fleet.partitions))
+    assert all(d <= t for d, t in calls)
     assert not [o for o in outcomes if o.status.is_problem]
     assert sum(o.legacy_batches for o in outcomes if o.status is Status.CONVERTED) == sum(
         b.legacy_batches for b in fleet.partitions)

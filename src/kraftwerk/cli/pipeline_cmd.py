@@ -202,16 +202,13 @@ def run_upconvert(args: argparse.Namespace) -> int:
     out = None if args.out is None else Path(args.out).absolute()
     start = time.monotonic()
     with _status("Up-converting", _tty()) as update:
-        done = [0]
 
-        def progress(o: SegmentOutcome) -> None:
-            if o.status in (Status.CONVERTED, Status.WOULD_CONVERT):
-                done[0] += 1
-                update(f"Up-converting: {done[0]} segments {'planned' if args.dry_run else 'converted'}")
+        def progress(done: int, total: int) -> None:
+            update(f"Up-converting: {done} of {total} partitions done")
 
         if args.no_spark:
             outcomes = upconvert_log_dirs([Path(d) for d in dirs], in_place=args.in_place, out_dir=out,
-                                          dry_run=args.dry_run)
+                                          dry_run=args.dry_run, progress=progress)
         else:
             from kraftwerk.spark.jobs import upconvert_job
             from kraftwerk.spark.session import pipeline_session

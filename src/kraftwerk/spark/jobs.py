@@ -9,6 +9,8 @@ RDD task while the driver holds every log dir's ``.lock``.
 from __future__ import annotations
 
 import logging
+import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,32 +94,67 @@ def scan_job(spark: SparkSession, log_dirs: Sequence[str], out_dir: Path) -> Sca
 
 
 def upconvert_job(spark: SparkSession, log_dirs: Sequence[str], *, in_place: bool, out_dir: Path | None,
-                  dry_run: bool, progress: Callable[[SegmentOutcome], None] | None = None
-                  ) -> list[SegmentOutcome]:
-    """Up-convert every topic-partition of ``log_dirs`` on Spark, one task per partition directory."""
+                  dry_run: bool, progress: Callable[[int, int], None] | None = None,
+                  poll_seconds: float = 0.5) -> list[SegmentOutcome]:
+    """Up-convert every topic-partition of ``log_dirs`` on Spark, one task per partition directory.
+
+    ``progress(done, total)`` is called with finished/all tasks while the job runs.
+    """
     paths = [Path(d) for d in log_dirs]
     items, outcomes = plan_work(paths, out_dir)
     with LogDirLocks(paths if in_place else [], probe_only=dry_run) as locks:
         outcomes += locks.locked
         skip = locks.locked_dirs
-        todo: list[WorkItem] = [i for i in items if str(Path(i.partition_dir).parent) not in skip]
+        todo = [(i.partition_dir, i.out_dir) for i in items if str(Path(i.partition_dir).parent) not in skip]
         if not todo:
             return outcomes
 
-        def convert(ids: Iterable[int]) -> Iterator[tuple[Any, ...]]:
-            for item_id in ids:
-                for o in run_work_item(todo[item_id], in_place=in_place, dry_run=dry_run):
+        def convert(work: Iterable[tuple[str, str | None]]) -> Iterator[tuple[Any, ...]]:
+            for pdir, target in work:
+                for o in run_work_item(WorkItem(pdir, target), in_place=in_place, dry_run=dry_run):
                     yield (o.log_dir, o.topic, o.partition, o.base_offset, o.status.value, o.batches,
                            o.legacy_batches, o.records, o.input_bytes, o.output_bytes, o.message)
 
-        # one task per partition directory; plain RDD tasks need neither pandas nor a schema
-        rdd = spark.sparkContext.parallelize(range(len(todo)), len(todo)).mapPartitions(convert)
-        try:
-            for t in rdd.toLocalIterator():
-                o = SegmentOutcome(t[0], t[1], t[2], t[3], Status(t[4]), *t[5:])
-                outcomes.append(o)
-                if progress is not None:
-                    progress(o)
-        except Exception as exc:
-            raise SparkJobError(f"the up-conversion job failed: {str(exc).splitlines()[0]}") from exc
+        # one task per partition directory (each task carries only its own work item); plain RDD
+        # tasks need neither pandas nor a schema; collect() runs all tasks at once
+        sc = spark.sparkContext
+        rdd = sc.parallelize(todo, len(todo)).mapPartitions(convert)
+        rows = _collect_with_progress(spark, rdd, len(todo), progress, poll_seconds)
+        outcomes += [SegmentOutcome(t[0], t[1], t[2], t[3], Status(t[4]), *t[5:]) for t in rows]
     return outcomes
+
+
+def _collect_with_progress(spark: SparkSession, rdd: Any, total: int,
+                           progress: Callable[[int, int], None] | None, poll_seconds: float) -> list[Any]:
+    """``rdd.collect()`` in a helper thread, reporting finished tasks from Spark's status tracker."""
+    sc = spark.sparkContext
+    group = f"kraftwerk-upconvert-{uuid.uuid4().hex}"
+    result: list[Any] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            sc.setJobGroup(group, "kraftwerk pipeline upconvert")
+            result.extend(rdd.collect())
+        except BaseException as exc:
+            failure.append(exc)
+
+    worker = threading.Thread(target=run, name=group, daemon=True)
+    worker.start()
+    tracker = sc.statusTracker()
+    while worker.is_alive():
+        worker.join(poll_seconds)
+        if progress is not None:
+            done = 0
+            for job in tracker.getJobIdsForGroup(group):
+                info = tracker.getJobInfo(job)
+                for stage in info.stageIds if info else ():
+                    sinfo = tracker.getStageInfo(stage)
+                    done += sinfo.numCompletedTasks if sinfo else 0
+            progress(min(done, total), total)
+    if failure:
+        first_line = str(failure[0]).splitlines()[0] if str(failure[0]) else type(failure[0]).__name__
+        raise SparkJobError(f"the up-conversion job failed: {first_line}") from failure[0]
+    if progress is not None:
+        progress(total, total)
+    return result

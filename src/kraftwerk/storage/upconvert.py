@@ -28,10 +28,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kraftwerk.records.batch import RecordBatch
-from kraftwerk.records.convert import upconvert_batch
+from kraftwerk.records.batch import Record, RecordBatch, iter_spans
+from kraftwerk.records.convert import iter_upconverted
 from kraftwerk.records.errors import RecordsError
-from kraftwerk.records.types import MAGIC_V2
+from kraftwerk.records.types import MAGIC_V2, CompressionType
 from kraftwerk.storage.errors import LogDirLockedError, StorageError
 from kraftwerk.storage.fileio import atomic_write, translate_os_errors
 from kraftwerk.storage.lock import LogDirLock, lock_holder
@@ -54,6 +54,10 @@ class UpconvertError(StorageError):
 
 class VerificationError(UpconvertError):
     """The rewritten segment does not read back as the same records as the original."""
+
+
+class SourceCorruptError(UpconvertError):
+    """The segment being converted has a bad CRC or an unreadable batch: it is left alone."""
 
 
 class Status(enum.Enum):
@@ -106,63 +110,100 @@ class SegmentCensus:
 
 
 def census(log_path: Path) -> SegmentCensus:
-    """Count batches and v0/v1 batches from headers (and CRCs); no decompression."""
+    """Count batches and v0/v1 batches from the framing alone (no batch objects, no CRCs: the
+    verification checks the CRCs of every segment it converts)."""
     with SegmentReader(log_path) as reader:
-        scanner = reader.scanner(validate=True)
-        batches = legacy = 0
-        for b in scanner:
-            batches += 1
-            if b.magic < MAGIC_V2:
-                legacy += 1
-        tail = scanner.tail
-        problem = None if tail is None else (
-            f"{tail.reason.value} batch at byte {tail.position}: {tail.message}")
+        batches = legacy = end = 0
+        problem = None
+        try:
+            for pos, size, magic in iter_spans(reader.data):
+                batches += 1
+                legacy += magic < MAGIC_V2
+                end = pos + size
+        except RecordsError as exc:
+            problem = f"corrupt batch: {exc}"
+        if problem is None and end != reader.size:
+            problem = f"truncated batch at byte {end} ({reader.size - end} bytes)"
         return SegmentCensus(batches, legacy, reader.size, problem)
 
 
+#: converted batches are written in chunks of about this size (one write call per chunk)
+WRITE_CHUNK = 1024 * 1024
+
+
 def converted_chunks(reader: SegmentReader) -> Iterator[bytes]:
-    """The segment's batches as v2 bytes, one batch at a time (memory bounded by a batch)."""
-    for b in reader.batches(validate=True):
-        yield upconvert_batch(b)
+    """The segment's batches as v2 bytes in ~1 MiB chunks (memory bounded by a chunk or a batch).
+
+    CRCs are not re-checked here: :func:`census` checked them and the verification reads both files.
+    """
+    buf = bytearray()
+    for chunk in iter_upconverted(reader.data, max_decompressed_size=reader.max_decompressed_size):
+        buf += chunk
+        if len(buf) >= WRITE_CHUNK:
+            yield bytes(buf)
+            buf.clear()
+    if buf:
+        yield bytes(buf)
 
 
-def _records(batches: Iterator[RecordBatch]) -> Iterator[tuple[object, ...]]:
-    for b in batches:
-        for r in b.records():
-            yield (r.offset, r.timestamp, None if r.key is None else bytes(r.key),
-                   None if r.value is None else bytes(r.value), r.headers)
+def _legacy_view(b: RecordBatch) -> list[Record]:
+    """What a consumer reads from one v0/v1 batch (an uncompressed message without object churn)."""
+    if b.compression is CompressionType.NONE:
+        key, value = b.legacy_key_value()
+        return [Record(b.last_offset, b.max_timestamp, key, value, ())]
+    return list(b.records())
 
 
 def verify_converted(old_path: Path, new_path: Path) -> int:
     """Check that ``new_path`` holds exactly the records of ``old_path``, all in v2 batches.
 
-    Returns the record count; raises :class:`VerificationError` naming the first difference.
+    Conversion maps batches one to one, so they are compared pairwise: a v2 batch must be copied
+    byte for byte, a v0/v1 batch must decode to the same (offset, timestamp, key, value, headers)
+    as its v2 replacement, whose CRC is checked. Returns the record count; raises
+    :class:`VerificationError` naming the first difference.
     """
     with SegmentReader(old_path) as old, SegmentReader(new_path) as new:
-        def checked_new() -> Iterator[RecordBatch]:
-            scanner = new.scanner(validate=True)
-            for b in scanner:
+        new_scanner = new.scanner(validate=True)
+        count = 0
+
+        def old_batches() -> Iterator[RecordBatch]:
+            try:
+                yield from old.batches(validate=True)
+            except (RecordsError, StorageError) as exc:
+                raise SourceCorruptError(str(exc)) from exc
+
+        try:
+            for a, b in itertools.zip_longest(old_batches(), new_scanner):
+                if a is None or b is None:
+                    raise VerificationError(
+                        f"{new_path}: {'extra' if a is None else 'missing'} batch "
+                        f"(offset {(b if a is None else a).last_offset}) compared with {old_path}")
                 if b.magic != MAGIC_V2:
                     raise VerificationError(f"{new_path}: batch at byte {b.position} has magic {b.magic}")
-                yield b
-            if scanner.tail is not None:
-                raise VerificationError(f"{new_path}: unreadable batch at byte {scanner.tail.position}: "
-                                        f"{scanner.tail.message}")
-
-        count = 0
-        try:
-            pairs = itertools.zip_longest(_records(old.batches(validate=True)), _records(checked_new()))
-            for a, b in pairs:
-                if a != b:
-                    where = a[0] if a is not None else b[0] if b is not None else "?"
-                    what = "missing" if b is None else "extra" if a is None else "content"
-                    raise VerificationError(
-                        f"{new_path}: record at offset {where} differs from {old_path} ({what})")
-                count += 1
+                if a.magic == MAGIC_V2:
+                    if a.raw != b.raw:
+                        raise VerificationError(f"{new_path}: v2 batch at offset {a.base_offset} was not "
+                                                f"copied unchanged from {old_path}")
+                    count += a.record_count
+                    continue
+                try:
+                    expected = _legacy_view(a)
+                except RecordsError as exc:
+                    raise SourceCorruptError(f"{old_path}: {exc}") from exc
+                got = list(b.records())
+                if got != expected:
+                    first = next((x for x, y in zip(expected, got, strict=False) if x != y),
+                                 expected[-1] if expected else None)
+                    raise VerificationError(f"{new_path}: record at offset "
+                                            f"{first.offset if first else '?'} differs from {old_path}")
+                count += len(got)
         except (RecordsError, StorageError) as exc:
-            if isinstance(exc, VerificationError):
+            if isinstance(exc, VerificationError | SourceCorruptError):
                 raise
             raise VerificationError(f"verifying {new_path} against {old_path}: {exc}") from exc
+        if new_scanner.tail is not None:
+            raise VerificationError(f"{new_path}: unreadable batch at byte {new_scanner.tail.position}: "
+                                    f"{new_scanner.tail.message}")
         return count
 
 
@@ -228,8 +269,12 @@ def upconvert_partition(partition_dir: Path, *, in_place: bool = False, out_dir:
         except (RecordsError, UpconvertError, StorageError) as exc:
             if isinstance(exc, LogDirLockedError):
                 raise
+            # a batch of the source that cannot be read (bad CRC, undecodable wrapper) is corruption;
+            # anything else (a verification mismatch, I/O) is a failure of this run
+            corrupt = isinstance(exc, SourceCorruptError | RecordsError)
+            status = Status.CORRUPT if corrupt else Status.FAILED
             log.error("%s: not converted: %s", seg.log_path, exc)
-            outcomes.append(_outcome(log_dir, topic, partition, seg.base_offset, Status.FAILED, c,
+            outcomes.append(_outcome(log_dir, topic, partition, seg.base_offset, status, c,
                                      message=str(exc)))
             continue
         outcomes.append(_outcome(log_dir, topic, partition, seg.base_offset, Status.CONVERTED, c,
@@ -260,7 +305,7 @@ def _convert_to(seg: Segment, target_dir: Path) -> tuple[int, int]:
         atomic_write(out.log_path, converted_chunks(reader))
     try:
         records = verify_converted(seg.log_path, out.log_path)
-    except VerificationError:
+    except UpconvertError:
         for p in out.paths():
             p.unlink(missing_ok=True)
         raise
@@ -356,18 +401,18 @@ def run_work_item(item: WorkItem, *, in_place: bool, dry_run: bool,
 
 def upconvert_log_dirs(log_dirs: Sequence[Path], *, in_place: bool = False, out_dir: Path | None = None,
                        dry_run: bool = False, hook: ReplaceHook | None = None,
-                       progress: Callable[[WorkItem], None] | None = None) -> list[SegmentOutcome]:
+                       progress: Callable[[int, int], None] | None = None) -> list[SegmentOutcome]:
     """The single-process up-conversion of whole log dirs (the Spark job runs the same work items)."""
     log_dirs = [Path(d) for d in log_dirs]
     items, outcomes = plan_work(log_dirs, out_dir)
     with LogDirLocks(log_dirs if in_place else [], probe_only=dry_run) as locks:
         outcomes += locks.locked
         skip = locks.locked_dirs
-        for item in items:
+        for done, item in enumerate(items, 1):
             if str(Path(item.partition_dir).parent) not in skip:
                 outcomes += run_work_item(item, in_place=in_place, dry_run=dry_run, hook=hook)
             if progress is not None:
-                progress(item)
+                progress(done, len(items))
     return outcomes
 
 
@@ -375,6 +420,7 @@ __all__ = [
     "LogDirLocks",
     "SegmentCensus",
     "SegmentOutcome",
+    "SourceCorruptError",
     "Status",
     "UpconvertError",
     "VerificationError",

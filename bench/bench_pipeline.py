@@ -1,0 +1,345 @@
+"""Spark pipeline throughput: fleet scan (GB/s) and up-conversion (MB/s of input), same run as peers.
+
+Usage: .venv/bin/python -m bench.bench_pipeline [--scan-mb 512] [--upconvert-mb 48] [--workdir DIR]
+
+Scan input: segments of 64 MiB, ~90 % v2 batches (100 records of ~150 B, none and lz4) and ~10 %
+v1 gzip wrappers (50 messages). Every side produces the same batch-level facts (offsets, magic, codec,
+record count, size, timestamps, CRC check): kraftwerk on Spark ``local[1]`` and ``local[2]`` (the
+``kafka-log`` source into Spark's ``noop`` sink; listing included, session start-up excluded), kraftwerk
+in one process without Spark, and one process each of kafka-python and aiokafka (C) reading batches
+with their ``MemoryRecords``. The disk-read line is a plain sequential read of the same files
+(from the page cache: they were just written).
+
+Up-conversion input: v0/v1 segments of 8 MiB, half uncompressed messages (200 B values), half
+gzip/snappy/lz4 wrappers of 20 messages. Each side does the same work per segment: convert every
+batch to v2 (one v2 batch per v0/v1 batch, same codec, same offsets), write the new segment, read it
+back and compare every record with the original. kraftwerk also builds the new segment's indexes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import struct
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiokafka.record.memory_records as aio_records
+import kafka.record as kp_records
+from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder
+from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
+
+from kraftwerk.records import CompressionType, RecordsBuilder, TimestampType
+from kraftwerk.storage.scan import discover_segments, scan_segments
+from kraftwerk.storage.upconvert import upconvert_log_dirs
+
+MIB = 1024 * 1024
+_OFFSET = struct.Struct(">q")
+
+
+# ---------------------------------------------------------------------- data
+
+def _v2_template(codec: CompressionType, seed: int) -> bytes:
+    b = RecordsBuilder(2, codec, TimestampType.CREATE_TIME, 0)
+    for i in range(100):
+        value = (b"%08d-" % (seed * 1000 + i)) * 16 + bytes(range(i % 20))
+        b.append(1_700_000_000_000 + i, b"key-%d" % i, value)
+    return b.build()
+
+
+def _v1_wrapper_template() -> bytes:
+    b = RecordsBuilder(1, CompressionType.GZIP, TimestampType.CREATE_TIME, 0)
+    for i in range(50):
+        b.append(1_600_000_000_000 + i, b"old-%d" % i, (b"legacy-%05d|" % i) * 12)
+    return b.build()
+
+
+def make_scan_fleet(root: Path, total_mb: int, segment_mb: int = 64) -> int:
+    """v2 + v1 segments built from templates with patched offsets (offsets are outside the CRCs)."""
+    templates = [(_v2_template(CompressionType.NONE, 1), 100), (_v2_template(CompressionType.LZ4, 2), 100)]
+    wrapper = _v1_wrapper_template()
+    written = 0
+    part = 0
+    while written < total_mb * MIB:
+        d = root / "data" / f"scan-{part}"
+        d.mkdir(parents=True)
+        offset = 0
+        out = bytearray()
+        i = 0
+        while len(out) < segment_mb * MIB:
+            if i % 10 == 9:
+                chunk = bytearray(wrapper)
+                _OFFSET.pack_into(chunk, 0, offset + 49)  # a wrapper carries its last offset
+                offset += 50
+            else:
+                tpl, n = templates[i % 2]
+                chunk = bytearray(tpl)
+                _OFFSET.pack_into(chunk, 0, offset)
+                offset += n
+            out += chunk
+            i += 1
+        (d / "00000000000000000000.log").write_bytes(out)
+        written += len(out)
+        part += 1
+    return written
+
+
+def make_legacy_fleet(root: Path, total_mb: int, segment_mb: int = 8) -> int:
+    codecs = (CompressionType.GZIP, CompressionType.SNAPPY, CompressionType.LZ4)
+    written = 0
+    part = 0
+    while written < total_mb * MIB:
+        d = root / "data" / f"legacy-{part}"
+        d.mkdir(parents=True)
+        offset = 0
+        chunks: list[bytes] = []
+        size = 0
+        i = 0
+        while size < segment_mb * MIB:
+            magic = i % 2
+            n = 20
+            if i % 4 < 2:
+                codec = CompressionType.NONE
+            elif magic == 0:  # aiokafka cannot read lz4 at magic 0 (Kafka's broken lz4 framing)
+                codec = codecs[(i // 4) % 2]
+            else:
+                codec = codecs[(i // 4) % 3]
+            b = RecordsBuilder(magic, codec, TimestampType.CREATE_TIME, offset)
+            for j in range(n):
+                b.append(1_600_000_000_000 + offset + j, b"k%d" % (offset + j), (b"%06d" % j) * 33 + b"xy")
+            data = b.build()
+            chunks.append(data)
+            size += len(data)
+            offset += n
+            i += 1
+        (d / "00000000000000000000.log").write_bytes(b"".join(chunks))
+        written += size
+        part += 1
+    return written
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(root.rglob("*.log"))
+
+
+# ---------------------------------------------------------------------- peers
+
+def _split(data: bytes) -> list[memoryview]:
+    mv = memoryview(data)
+    out = []
+    pos = 0
+    while pos + 12 <= len(data):
+        size = int.from_bytes(data[pos + 8:pos + 12], "big")
+        out.append(mv[pos:pos + 12 + size])
+        pos += 12 + size
+    return out
+
+
+def _runs(data: bytes) -> list[tuple[int, bytes]]:
+    """Consecutive batches of one magic: aiokafka's MemoryRecords reads a whole buffer at the magic
+    of its first batch, so a mixed-format segment must be fed to it run by run."""
+    out: list[tuple[int, bytes]] = []
+    start = 0
+    magic = -1
+    pos = 0
+    for raw in _split(data):
+        m = raw[16]
+        if m != magic and pos > start:
+            out.append((magic, data[start:pos]))
+            start = pos
+        magic = m
+        pos += len(raw)
+    if pos > start:
+        out.append((magic, data[start:pos]))
+    return out
+
+
+def _peer_records(module: Any, data: bytes) -> list[tuple[Any, ...]]:
+    out = []
+    for _, run in _runs(data):
+        mr = module.MemoryRecords(run)
+        for batch in iter(mr.next_batch, None):
+            out += [(r.offset, -1 if r.timestamp is None else r.timestamp, r.key, r.value) for r in batch]
+    return out
+
+
+def peer_scan(module: Any, files: list[Path]) -> int:
+    """Batch facts through a peer's MemoryRecords (its batch objects; count via inner messages)."""
+    rows = 0
+    for f in files:
+        for magic, run in _runs(f.read_bytes()):
+            records = module.MemoryRecords(run)
+            for batch in iter(records.next_batch, None):
+                ok = batch.validate_crc()
+                if magic >= 2:
+                    facts = (batch.base_offset, batch.last_offset_delta + 1, batch.compression_type,
+                             batch.max_timestamp, batch.is_transactional, batch.is_control_batch, ok)
+                else:
+                    count = 0
+                    first = last = None
+                    for r in batch:
+                        count += 1
+                        if first is None:
+                            first = r.offset
+                        last = r.offset
+                    facts = (first, count, run[17] & 7, last, ok)  # codec: attribute bits
+                rows += facts is not None
+    return rows
+
+
+def peer_upconvert(module: Any, builder_cls: Any, files: list[Path], out: Path) -> int:
+    """Convert, write, read back and compare, with a peer's reader and v2 builder."""
+    total = 0
+    for f in files:
+        old = f.read_bytes()
+        total += len(old)
+        parts = []
+        for raw in _split(old):
+            batch = module.MemoryRecords(bytes(raw)).next_batch()
+            recs = list(batch)
+            base = recs[0].offset
+            b = builder_cls(2, raw[17] & 7, False, -1, -1, -1, 1 << 24)  # codec: attribute bits
+            for r in recs:
+                b.append(r.offset - base, r.timestamp if r.timestamp is not None else -1, r.key, r.value, [])
+            built = bytearray(b.build())
+            _OFFSET.pack_into(built, 0, base)  # the builder writes base offset 0; it is not in the CRC
+            parts.append(bytes(built))
+        target = out / f.parent.name / f.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(b"".join(parts))
+        if _peer_records(module, old) != _peer_records(module, target.read_bytes()):
+            raise SystemExit(f"{module.__name__}: conversion of {f} does not verify")
+    return total
+
+
+# ---------------------------------------------------------------------- spark
+
+def spark_session(master: str) -> Any:
+    from kraftwerk.spark.session import build_session
+
+    spark = build_session(master)
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def spark_scan(spark: Any, root: Path) -> int:
+    from kraftwerk.spark.source import read_log_dirs
+
+    read_log_dirs(spark, [str(root / "data")]).write.format("noop").mode("overwrite").save()
+    return 0
+
+
+def spark_upconvert(spark: Any, root: Path, out: Path) -> None:
+    from kraftwerk.spark.jobs import upconvert_job
+
+    res = upconvert_job(spark, [str(root / "data")], in_place=False, out_dir=out, dry_run=False)
+    if any(o.status.is_problem for o in res):
+        raise SystemExit(f"upconvert failed: {[o for o in res if o.status.is_problem][:3]}")
+
+
+def timed(func: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    func()
+    return time.perf_counter() - start
+
+
+def best(func: Callable[[], object], repeats: int) -> float:
+    return min(timed(func) for _ in range(repeats))
+
+
+def _read_all(files: list[Path]) -> None:
+    for f in files:
+        with f.open("rb", buffering=0) as fh:
+            while fh.read(8 * MIB):
+                pass
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scan-mb", type=int, default=512)
+    ap.add_argument("--upconvert-mb", type=int, default=48)
+    ap.add_argument("--workdir", default=None)
+    ap.add_argument("--repeats", type=int, default=2)
+    args = ap.parse_args()
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="kraftwerk-bench-"))
+    scan_root, up_root = work / "scan", work / "legacy"
+    for p in (scan_root, up_root):
+        shutil.rmtree(p, ignore_errors=True)
+    scan_bytes = make_scan_fleet(scan_root, args.scan_mb)
+    up_bytes = make_legacy_fleet(up_root, args.upconvert_mb)
+    scan_files, up_files = _files(scan_root), _files(up_root)
+    load = os.getloadavg()
+    print(f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores, "
+          f"load average {load[0]:.1f} at start")
+    print(f"scan input {scan_bytes / MIB:.0f} MiB in {len(scan_files)} segments; "
+          f"up-conversion input {up_bytes / MIB:.0f} MiB in {len(up_files)} segments")
+    r = args.repeats
+    results: dict[str, float] = {}
+    results["disk read"] = best(lambda: _read_all(scan_files), r)
+    results["scan kafka-python"] = best(lambda: peer_scan(kp_records, scan_files), 1)
+    results["scan aiokafka"] = best(lambda: peer_scan(aio_records, scan_files), r)
+    results["scan kraftwerk 1 process"] = best(
+        lambda: sum(1 for _ in scan_segments(discover_segments([scan_root / "data"]))), r)
+
+    def up_peer(module: Any, builder: Any) -> Callable[[], object]:
+        def run() -> object:
+            out = work / "peer-out"
+            shutil.rmtree(out, ignore_errors=True)
+            return peer_upconvert(module, builder, up_files, out)
+        return run
+
+    def up_ours() -> object:
+        out = work / "ours-out"
+        shutil.rmtree(out, ignore_errors=True)
+        return upconvert_log_dirs([up_root / "data"], out_dir=out)
+
+    results["upconvert kafka-python"] = best(up_peer(kp_records, KpBuilder), 1)
+    results["upconvert aiokafka"] = best(up_peer(aio_records, AioBuilder), r)
+    results["upconvert kraftwerk 1 process"] = best(up_ours, r)
+    for master in ("local[1]", "local[2]"):
+        spark = spark_session(master)
+        spark_scan(spark, scan_root)  # warm-up: JIT, Python workers
+
+        def up_spark(spark: Any = spark) -> None:
+            out = work / "spark-out"
+            shutil.rmtree(out, ignore_errors=True)
+            spark_upconvert(spark, up_root, out)
+
+        results[f"scan spark {master}"] = best(lambda spark=spark: spark_scan(spark, scan_root), r)
+        results[f"upconvert spark {master}"] = best(up_spark, r)
+        spark.stop()
+    print()
+    print("| scan (batch rows) | seconds | GB/s | vs kafka-python | vs aiokafka |")
+    print("|---|---:|---:|---:|---:|")
+    for k in ("disk read", "scan kafka-python", "scan aiokafka", "scan kraftwerk 1 process",
+              "scan spark local[1]", "scan spark local[2]"):
+        s = results[k]
+        print(f"| {k} | {s:.2f} | {scan_bytes / s / 1e9:.2f} | {results['scan kafka-python'] / s:.2f}x "
+              f"| {results['scan aiokafka'] / s:.2f}x |")
+    print()
+    print("| up-conversion (convert + write + verify) | seconds | MB/s of input | vs kafka-python "
+          "| vs aiokafka |")
+    print("|---|---:|---:|---:|---:|")
+    for k in ("upconvert kafka-python", "upconvert aiokafka", "upconvert kraftwerk 1 process",
+              "upconvert spark local[1]", "upconvert spark local[2]"):
+        s = results[k]
+        print(f"| {k} | {s:.2f} | {up_bytes / s / 1e6:.1f} | {results['upconvert kafka-python'] / s:.2f}x "
+              f"| {results['upconvert aiokafka'] / s:.2f}x |")
+    print()
+    scan_scaling = results["scan spark local[1]"] / results["scan spark local[2]"]
+    up_scaling = results["upconvert spark local[1]"] / results["upconvert spark local[2]"]
+    print(f"scaling local[1] -> local[2]: scan {scan_scaling:.2f}x, upconvert {up_scaling:.2f}x; "
+          f"load average at end {os.getloadavg()[0]:.1f}")
+    print(json.dumps({k: round(v, 3) for k, v in results.items()}))
+    if not args.workdir:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
