@@ -175,7 +175,7 @@ def dump_log(path: Path, opts: Options, problems: list[str]) -> None:
         else:
             end_offset, epoch = _snapshot_id(path)
             opts.out(f"Snapshot end offset: {end_offset}, epoch: {epoch}\n")
-    with SegmentReader(path) as reader, _progress(path.name, reader.size) as progress:
+    with SegmentReader(path) as reader, _progress(path.name, min(reader.size, opts.max_bytes)) as progress:
         limit = min(reader.size, opts.max_bytes)
         scanner = reader.scanner(0, validate=False, end=limit)
         last_offset = -1
