@@ -67,7 +67,8 @@ def register(groups: Any) -> None:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-dirs", required=True, nargs="+", metavar="DIR",
                    help="broker log directories (space or comma separated, like log.dirs)")
-    p.add_argument("--master", default=DEFAULT_MASTER, help=f"Spark master URL (default {DEFAULT_MASTER})")
+    p.add_argument("--master", default=None,
+                   help=f"Spark master URL (default {DEFAULT_MASTER}; under spark-submit: its master)")
     p.add_argument("--no-spark", action="store_true", help="run in this process without Spark")
     add_output_flag(p)
 

@@ -26,12 +26,14 @@ DEFAULT_MASTER = "local[*]"
 ARROW_BATCH_ROWS = 8192
 
 
-def spark_conf(master: str = DEFAULT_MASTER, *, ui: bool = False,
+def spark_conf(master: str | None = DEFAULT_MASTER, *, ui: bool = False,
                app_name: str = "kraftwerk-pipeline") -> dict[str, str]:
-    """The configuration the pipeline jobs run with (also what the README's spark-submit sets)."""
-    local = master.startswith("local")
+    """The configuration the pipeline jobs run with (also what the README's spark-submit sets).
+
+    ``master`` None keeps the master of the surrounding launcher (``spark-submit``).
+    """
+    local = master is not None and master.startswith("local")
     conf = {
-        "spark.master": master,
         "spark.app.name": app_name,
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
@@ -44,7 +46,10 @@ def spark_conf(master: str = DEFAULT_MASTER, *, ui: bool = False,
         # one segment per input partition: do not let Spark coalesce them into a few big tasks
         "spark.sql.files.openCostInBytes": str(4 * 1024 * 1024),
     }
+    if master is not None:
+        conf["spark.master"] = master
     if local:
+        assert master is not None
         cores = _local_cores(master)
         conf.update({
             "spark.driver.host": "127.0.0.1",
@@ -67,9 +72,14 @@ def _local_cores(master: str) -> int:
         return 1
 
 
-def build_session(master: str = DEFAULT_MASTER, *, ui: bool = False,
+def build_session(master: str | None = DEFAULT_MASTER, *, ui: bool = False,
                   extra: dict[str, str] | None = None) -> SparkSession:
-    """Get (or create) the session with the pipeline settings and the ``kafka-log`` source registered."""
+    """Get (or create) the session with the pipeline settings and the ``kafka-log`` source registered.
+
+    ``master`` None: the master spark-submit chose, or ``local[*]`` when not under spark-submit.
+    """
+    if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        master = DEFAULT_MASTER
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:  # pragma: no cover - the spark extra is missing
@@ -82,7 +92,8 @@ def build_session(master: str = DEFAULT_MASTER, *, ui: bool = False,
     try:
         spark = builder.getOrCreate()
     except Exception as exc:  # Py4J / JVM start-up failures carry Java traces
-        raise SparkJobError(f"cannot start Spark with master {master}: {str(exc).splitlines()[0]}") from exc
+        where = master or "the spark-submit master"
+        raise SparkJobError(f"cannot start Spark with {where}: {str(exc).splitlines()[0]}") from exc
     register(spark)
     return spark
 
@@ -95,7 +106,7 @@ def register(spark: SparkSession) -> None:
 
 
 @contextlib.contextmanager
-def pipeline_session(master: str = DEFAULT_MASTER) -> Iterator[SparkSession]:
+def pipeline_session(master: str | None = DEFAULT_MASTER) -> Iterator[SparkSession]:
     """A session for one CLI run: an already active session is reused and left running."""
     from pyspark.sql import SparkSession
 
