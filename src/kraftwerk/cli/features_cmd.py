@@ -342,6 +342,9 @@ def result_lines(op: str, updates: Mapping[str, FeatureUpdate], results: Mapping
     """Kafka's per-feature lines (sorted by name) and the number of failures."""
     lines: list[str] = []
     failures = 0
+    # A success message (kraftwerk's loss report of an unsafe downgrade) concerns metadata.version:
+    # print it once, on that line, rather than on every feature of a --release-version downgrade.
+    report_on = "metadata.version" if "metadata.version" in results else None
     for name in sorted(results):
         level = updates[name].max_version_level
         result = results[name]
@@ -354,7 +357,8 @@ def result_lines(op: str, updates: Mapping[str, FeatureUpdate], results: Mapping
             verb = " can be " if dry_run else " was "
             obj = "disabled." if op == "disable" else f"{op}d to {level}."
             # kraftwerk's unsafe downgrade: the loss report follows the result (never sent by Kafka).
-            lines.append(f"{name}{verb}{obj}" + (f" {result.message}" if result.message else ""))
+            report = result.message if result.message and report_on in (None, name) else None
+            lines.append(f"{name}{verb}{obj}" + (f" {report}" if report else ""))
     return lines, failures
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -421,16 +422,26 @@ class Node:
         elif isinstance(effect, WriteSnapshot) and (source == "controller" or self.controller is None):
             # The snapshot can only be stored once raft has handed out the batch it ends at. On a
             # combined node both cores ask; the controller's request is the one written.
-            asyncio.get_running_loop().call_soon(self._write_snapshot, effect)
+            asyncio.get_running_loop().call_soon(self._write_snapshot, effect, source)
 
-    def _write_snapshot(self, effect: WriteSnapshot) -> None:
+    def _write_snapshot(self, effect: WriteSnapshot, source: str = "controller") -> None:
+        """Store a snapshot the core asked for. Raft stores snapshots at batch boundaries only, so
+        the image *after* a version change is written at the end of everything replayed so far
+        (the core's current image, at the same version and loss policy) rather than right after
+        the FeatureLevelRecord, which may sit inside a batch (a ``--release-version`` update)."""
         if self.raft is None:
             return
+        image, last = ((self.controller.image, self.controller.last_committed_offset)
+                       if source == "controller" and self.controller is not None
+                       else (self.broker.image, self.broker.metadata_offset) if self.broker is not None
+                       else (effect.image, effect.end_offset - 1))
+        if image.metadata_version is effect.options.metadata_version and last + 1 > effect.end_offset:
+            effect = dataclasses.replace(effect, image=image, end_offset=last + 1)
         try:
             result = effect.render()
             snapshot_id = self.raft.create_snapshot(effect.end_offset, result.encoded())
         except KraftwerkError as exc:
-            log.warning("snapshot at %d (%s) not written: %s", effect.end_offset, effect.reason, exc)
+            log.info("snapshot at %d (%s) not written: %s", effect.end_offset, effect.reason, exc)
             return
         log.info("Wrote snapshot %s (%s)%s", snapshot_id, effect.reason,
                  f"; lost: {'; '.join(effect.losses)}" if effect.losses else "")
