@@ -82,8 +82,9 @@ def test_lossy_downgrade_reloads_every_node(cluster: LocalCluster) -> None:
         assert code == 1
         assert out.splitlines() == [
             f"Could not downgrade metadata.version to {LEVEL_36}. The update failed for all features since "
-            f"the following feature had an error: Unsupported metadata.version downgrade from 30 to {LEVEL_36}. "
-            "Refusing to perform the requested downgrade because it might delete metadata information."]
+            "the following feature had an error: Unsupported metadata.version downgrade from 30 to "
+            f"{LEVEL_36}. Refusing to perform the requested downgrade because it might delete metadata "
+            "information."]
         assert err.splitlines() == ["1 out of 1 operation(s) failed."]
         # the whole 3.6 release (features without a 3.6 level go to 0), accepting the losses
         code, out, err = cli("features", "--bootstrap-server", broker, "downgrade", "--release-version",
@@ -92,7 +93,8 @@ def test_lossy_downgrade_reloads_every_node(cluster: LocalCluster) -> None:
         lines = out.splitlines()
         mv_line = next(line for line in lines if line.startswith("metadata.version "))
         assert mv_line.startswith(f"metadata.version was downgraded to {LEVEL_36}. Metadata has been lost "
-                                  "because the following could not be represented in metadata.version 3.6-IV2: ")
+                                  "because the following could not be represented in metadata.version "
+                                  "3.6-IV2: ")
         for loss in ("controller registration data", "the online log directories of one or more brokers"):
             assert loss in mv_line
         assert "group.version was downgraded to 0." in lines and len(lines) == 7
