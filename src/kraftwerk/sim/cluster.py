@@ -202,6 +202,7 @@ class Cluster:
         n.paused = False
         n.deferred.clear()
         n.timer_gen += 1
+        n.timer_at = None  # the next incarnation arms its own timer
         self.pending_acks.pop(nid, None)
         self.stats["crashes"] += 1
         self.check_durability(force=True)
