@@ -231,3 +231,14 @@ def test_golden_legacy_segments_convert(tmp_path: Path) -> None:
         for peer in PEERS:
             records, magics = read_partition_with_peer(peer, d)
             assert magics == {2} and records == before
+
+
+def test_dry_run_reports_a_locked_dir_without_taking_locks(tmp_path: Path) -> None:
+    fleet = build_fleet(tmp_path, log_dirs=2, partitions_per_dir=3, golden=False)
+    with LogDirLock(fleet.log_dirs[0]):
+        outcomes = upconvert_log_dirs(fleet.log_dirs, in_place=True, dry_run=True)
+    locked = [o for o in outcomes if o.status is Status.LOCKED]
+    assert [o.log_dir for o in locked] == [str(fleet.log_dirs[0])]
+    assert not (fleet.log_dirs[1] / ".lock").exists()
+    assert {o.status for o in outcomes if o.log_dir == str(fleet.log_dirs[1])} <= {
+        Status.WOULD_CONVERT, Status.UNCHANGED}
