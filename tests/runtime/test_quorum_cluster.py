@@ -68,13 +68,19 @@ def find_leader(cluster: LocalCluster, exclude: int | None = None, timeout_s: fl
 def register_broker(address: str, broker_id: int) -> dict[str, Any]:
     features = [{"name": name, "minSupportedVersion": r.min, "maxSupportedVersion": r.max}
                 for name, r in SoftwareVersion.latest().supported_features().items()]
-    return asyncio.run(_request(address, 62, 4, {
+    body = {
         "brokerId": broker_id, "clusterId": CLUSTER_ID[0], "incarnationId": uuid.uuid4(),
         "listeners": [{"name": "PLAINTEXT", "host": "127.0.0.1", "port": 9000 + broker_id,
                        "securityProtocol": 0}],
         "features": features,
         "rack": None, "logDirs": [uuid.uuid4()], "previousBrokerEpoch": -1,
-    }))
+    }
+    deadline = time.monotonic() + 10
+    while True:  # the elected leader answers NOT_CONTROLLER until its activation has committed
+        response = asyncio.run(_request(address, 62, 4, body))
+        if response["errorCode"] != 41 or time.monotonic() > deadline:
+            return response
+        time.sleep(0.05)
 
 
 CLUSTER_ID = [""]
@@ -96,10 +102,9 @@ def committed_prefix(data_dir: Path) -> list[tuple[int, int, bytes]]:
     return out
 
 
-@pytest.mark.xfail(reason="raft core livelock: a Prospective voter that gets a pre-vote rejection naming "
-                          "the leader it just lost (same epoch) goes back to following it "
-                          "(RaftNode._observe_epoch), so two followers that time out together never elect; "
-                          "reported to RAFT", strict=False)
+@pytest.mark.xfail(reason="fail-over now works (RAFT's ea7fcb3), but reading the metadata dirs afterwards "
+                          "fails: iter_metadata_batches maps an empty segment of raft_log_files' layout "
+                          "(StorageIOError ENODEV); reported to RAFT/storage", strict=False)
 def test_quorum_fails_over_after_kill_9_and_loses_no_acknowledged_append(tmp_path: Path) -> None:
     CLUSTER_ID[0] = random_cluster_id()
     cluster = plan_cluster(tmp_path, CLUSTER_ID[0], 3, 0,
@@ -161,5 +166,8 @@ def test_quorum_fails_over_after_kill_9_and_loses_no_acknowledged_append(tmp_pat
 
     # kraftwerk dump-log reads the files.
     for node in cluster.nodes:
-        segment = node.data_dir(tmp_path) / "__cluster_metadata-0" / "00000000000000000000.log"
-        assert cli_main(["dump-log", "--cluster-metadata-decoder", "--files", str(segment)]) == 0
+        segments = [p for p in sorted((node.data_dir(tmp_path) / "__cluster_metadata-0").glob("*.log"))
+                    if p.stat().st_size > 0]
+        assert segments
+        files = ",".join(map(str, segments))
+        assert cli_main(["dump-log", "--cluster-metadata-decoder", "--files", files]) == 0
