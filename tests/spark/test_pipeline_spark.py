@@ -108,8 +108,15 @@ def test_large_segment_is_split_at_index_entries(spark: SparkSession, tmp_path: 
 
 
 def test_kraft_metadata_log_at_batch_level(spark: SparkSession) -> None:
+    from kraftwerk.spark.source import list_segments_with_spark, read_log_dirs
+
     cluster = golden_path("kafka-3.7-cluster")
-    df = spark.read.format("kafka-log").load(str(cluster)).where("topic = '__cluster_metadata'")
+    # Spark's own recursive listing hides names starting with "_": the listing must still find them
+    listed = {Path(p).parent.name for p, _ in list_segments_with_spark(spark, [str(cluster)])}
+    assert listed == {"__cluster_metadata-0", "__consumer_offsets-6", "TestTopicPatient-0"}
+    direct = spark.read.format("kafka-log").load(str(cluster))
+    assert sorted(direct.collect()) == sorted(read_log_dirs(spark, [str(cluster)]).collect())
+    df = direct.where("topic = '__cluster_metadata'")
     stats = df.groupBy("magic").count().collect()
     assert [(r["magic"], r["count"]) for r in stats] == [(2, 4814)]
     assert df.where("not crc_valid or error is not null").count() == 0

@@ -3,9 +3,10 @@
 ``spark.read.format("kafka-log").load(paths)`` makes one input partition per segment (large
 segments split at offset-index entries) and streams Arrow batches built from
 :mod:`kraftwerk.storage.scan` rows; a task holds at most one Arrow batch of rows and reads the
-segment through a memory map. :func:`read_log_dirs` lists the segments with Spark's ``binaryFile``
-source (path and length only: the content column is never selected, so no file is read) and hands
-the listing to the source; called directly, the source walks the given local directories itself.
+segment through a memory map. :func:`read_log_dirs` lists the segments through Spark (a Hadoop FS
+listing of the log dirs, then the ``binaryFile`` source with path and length only: the content column
+is never selected, so no file is read) and hands the listing to the source; called directly, the
+source walks the given local directories itself.
 
 Options: ``level`` (``batch`` or ``record``), ``maxSplitBytes``, ``validateCrc``,
 ``arrowBatchRows``, ``arrowBatchBytes``. Log dirs must be visible at the same path on every
@@ -15,6 +16,7 @@ executor (local disks in ``local[*]``, a shared mount on a cluster).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -36,11 +38,14 @@ from kraftwerk.storage.scan import (
     locate_segment,
     plan_splits,
 )
+from kraftwerk.storage.segment import parse_partition_dir_name
 
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped]
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
+
+log = logging.getLogger(__name__)
 
 FORMAT = "kafka-log"
 DEFAULT_ARROW_BATCH_ROWS = 8192
@@ -172,17 +177,52 @@ class KafkaLogDataSource(DataSource):
 
 # ---------------------------------------------------------------------- driver-side helpers
 
-def list_segments_with_spark(spark: SparkSession, log_dirs: Sequence[str]) -> list[tuple[str, int]]:
-    """(local path, size) of every segment under ``log_dirs``, listed by the ``binaryFile`` source.
+def partition_dirs_with_hadoop(spark: SparkSession, log_dirs: Sequence[str]) -> list[str] | None:
+    """The topic-partition directories of ``log_dirs`` by a Hadoop FS listing of their top level
+    (``None`` where the JVM is not reachable, e.g. under Spark Connect)."""
+    jvm = getattr(spark.sparkContext, "_jvm", None)
+    jsc = getattr(spark.sparkContext, "_jsc", None)
+    if jvm is None or jsc is None:
+        return None
+    conf = jsc.hadoopConfiguration()
+    out: list[str] = []
+    for d in log_dirs:
+        path = jvm.org.apache.hadoop.fs.Path(d)
+        fs = path.getFileSystem(conf)
+        if not fs.exists(path):
+            raise SparkJobError(f"Log directory {d} does not exist")
+        for status in fs.listStatus(path):
+            child = status.getPath()
+            name = child.getName()
+            parsed = parse_partition_dir_name(name)
+            if status.isDirectory() and parsed is not None and parsed.kind is None:
+                out.append(local_path(child.toString()))
+    return sorted(out)
 
+
+def list_segments_with_spark(spark: SparkSession, log_dirs: Sequence[str]) -> list[tuple[str, int]]:
+    """(local path, size) of every segment under ``log_dirs``, listed by Spark.
+
+    The partition directories come from a Hadoop FS listing of each log dir, their ``.log`` files
+    from the ``binaryFile`` source given those directories as roots (its recursive lookup would skip
+    ``__consumer_offsets-*`` and ``__cluster_metadata-0``: Spark hides names starting with ``_``).
     Only ``path`` and ``length`` are selected, so Spark lists and stats files but never reads them.
     """
     if not log_dirs:
         return []
     try:
-        df = (spark.read.format("binaryFile").option("recursiveFileLookup", "true")
-              .option("pathGlobFilter", "*.log").load(list(log_dirs)).select("path", "length"))
-        rows = df.collect()
+        roots = partition_dirs_with_hadoop(spark, log_dirs)
+        reader = spark.read.format("binaryFile").option("pathGlobFilter", "*.log")
+        if roots is None:
+            log.warning("no JVM gateway: listing recursively with binaryFile, which skips directories "
+                        "whose names start with '_' (__consumer_offsets, __cluster_metadata)")
+            reader = reader.option("recursiveFileLookup", "true")
+            roots = list(log_dirs)
+        if not roots:
+            return []
+        rows = reader.load(roots).select("path", "length").collect()
+    except SparkJobError:
+        raise
     except Exception as exc:
         raise SparkJobError(f"cannot list {', '.join(log_dirs)}: {str(exc).splitlines()[0]}") from exc
     out = []
