@@ -69,7 +69,12 @@ def test_seeded_mixes_find_no_violation(voters: int, brokers: int, start: int, c
 def test_same_seed_same_history() -> None:
     a = run_lifecycle_seed(11, mix=Mix.RANDOM)
     b = run_lifecycle_seed(11, mix=Mix.RANDOM)
-    assert (a.events, a.virtual_ms, a.stats, a.final_levels) == (b.events, b.virtual_ms, b.stats, b.final_levels)
+    assert (a.events, a.virtual_ms, a.stats, a.final_levels) == (
+        b.events,
+        b.virtual_ms,
+        b.stats,
+        b.final_levels,
+    )
     assert [o.describe() for o in a.outcomes] == [o.describe() for o in b.outcomes]
 
 
@@ -115,7 +120,9 @@ def test_unsafe_downgrade_to_3_6_converges_with_the_lossy_snapshot_everywhere() 
     assert safe.error == "INVALID_UPDATE_VERSION" and safe.message is not None
     assert "Refusing to perform the requested downgrade because it might delete metadata" in safe.message
     assert dry.error == "NONE" and dry.message is not None and "Metadata has been lost" in dry.message
-    assert unsafe.error == "NONE" and unsafe.message is not None and "Metadata has been lost" in unsafe.message
+    assert (
+        unsafe.error == "NONE" and unsafe.message is not None and "Metadata has been lost" in unsafe.message
+    )
     assert sim.committed_levels() == {MV: 14}
     assert sim.stats["lossy_rewrites"] == 4  # every running node rewrote its image
     # restart a controller and the other broker on 3.6 software, and the crashed broker
@@ -162,7 +169,10 @@ def test_dry_run_during_failover_never_changes_the_log() -> None:
     old = sim.isolate_leader(heal_after_ms=4000)
     assert old is not None
     for i in range(12):
-        sim.at(3000 + 300 * i, lambda: outcomes.append(sim.update_features([(MV, 30, UPGRADE)], validate_only=True)))
+        sim.at(
+            3000 + 300 * i,
+            lambda: outcomes.append(sim.update_features([(MV, 30, UPGRADE)], validate_only=True)),
+        )
     sim.run_until(12_000)
     sim.run_until_converged()
     assert sim.committed_levels() == {MV: 25}

@@ -77,7 +77,8 @@ RPC_TIMEOUT_MS = 3000
 COMMIT_TIMEOUT_MS = 10_000
 IDLE_NOOP_MS = 500
 REGISTRATION_RETRY_MS = 1000
-CLIENT_RETRIES = 10
+CLIENT_DEADLINE_MS = 30_000
+"""How long the admin client retries NOT_CONTROLLER and timeouts (``default.api.timeout.ms`` is 60 s)."""
 CLIENT_BACKOFF_MS = 200
 SESSION_TIMEOUT_MS = 9000
 HEARTBEAT_MS = 2000
@@ -687,6 +688,7 @@ class LifecycleSim:
         self.healed_at: int | None = None
         self.converged_at: int | None = None
         self._requests = 0
+        self._operator_restart = False
         self.cluster = _Cluster(
             self,
             voters=config.voters,
@@ -764,8 +766,12 @@ class LifecycleSim:
     def before_crash(self, nid: int) -> None:
         m = self.cluster.nodes[nid].machine
         if isinstance(m, _Machine):
-            how = "fail-stop" if m.dead else "crashed"
-            self.lifecycle.incarnation_ended(nid, m.incarnation, how)
+            # A fail-stop or an injected crash before the record was applied pays a fail-stop
+            # debt; the operator restarting a node that kept running at the heal does not.
+            if m.dead:
+                self.lifecycle.incarnation_ended(nid, m.incarnation, "fail-stop")
+            elif not self._operator_restart:
+                self.lifecycle.incarnation_ended(nid, m.incarnation, "crashed")
             m.waiters.clear()
 
     def _schedule_tick(self, nid: int) -> None:
@@ -921,7 +927,7 @@ class LifecycleSim:
         self._finish(req, error.name, body.get("errorMessage"))
 
     def _client_retry(self, req: _ClientRequest, error: str, message: str | None) -> None:
-        if req.outcome.attempts >= CLIENT_RETRIES or self.healed_at is not None:
+        if self.now - req.outcome.sent_ms >= CLIENT_DEADLINE_MS or self.healed_at is not None:
             self._finish(req, error, message)
             return
         self.at(self.now + CLIENT_BACKOFF_MS, lambda: self._attempt(req))
@@ -990,6 +996,13 @@ class LifecycleSim:
         self._operator_fixups()
 
     def _operator_fixups(self) -> None:
+        self._operator_restart = True
+        try:
+            self._fix_nodes()
+        finally:
+            self._operator_restart = False
+
+    def _fix_nodes(self) -> None:
         levels = self.committed_levels()
         for nid in self.all_ids:
             release = self.releases[nid]
@@ -1135,6 +1148,8 @@ def schedule_mix(sim: LifecycleSim) -> None:
     rng = random.Random(cfg.seed * 7_919 + 3)
     end = cfg.fault_ms
     mix = cfg.mix
+    if cfg.sabotage is Sabotage.UNCHECKED_UPGRADE:
+        sim.at(max(3000, end // 2), lambda: _unchecked_upgrade(sim))
     if mix is Mix.NONE:
         sim.at(end, sim.heal)
         return
@@ -1194,8 +1209,6 @@ def schedule_mix(sim: LifecycleSim) -> None:
             sim.at(t, op())
         for t in times(cfg.events):
             sim.at(t, fault(rng.choice(("crash_leader", "crash_leader", "isolate_leader", "lossy"))))
-    if cfg.sabotage is Sabotage.UNCHECKED_UPGRADE:
-        sim.at(max(3000, end // 2), lambda: _unchecked_upgrade(sim))
     sim.at(end, sim.heal)
 
 
