@@ -301,3 +301,15 @@ def test_cli_registration_runs_seeds_and_reports(capsys: pytest.CaptureFixture[s
     args = parser.parse_args(["lifecycle", "--seeds", "1", "--mix", "downgrade", "--output", "json"])
     assert args.func(args) == 0
     assert '"seeds":1' in capsys.readouterr().out
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="CORES bug found by seed 10188: ImageReplayer.replay applies a batch's records one by one, so a "
+    "broker that stalls on an unsupported FeatureLevelRecord (streams.version=1 on 3.7 software) keeps the "
+    "metadata.version=20 of the same batch while reporting the offset before it; fix: check every "
+    "FeatureLevelRecord of the batch before applying any record",
+)
+def test_seed_10188_half_applied_batch_on_a_stalled_broker() -> None:
+    result = run_lifecycle_seed(10188, mix=Mix.RANDOM)
+    assert result.ok, result.report()
