@@ -256,3 +256,25 @@ def test_index_sanity_check(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
     tindex.write_bytes(b"\x00" * 13)
     code, _, err = _dump(capsys, "--index-sanity-check", "--files", str(tindex))
     assert code == 1 and "multiple of 12" in err
+
+
+def test_offsets_are_checked_from_the_first_record_whatever_the_base(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.storage.helpers import make_batches, write_segment
+
+    segment = write_segment(tmp_path, 12, make_batches(3, base_offset=12))
+    code, _, err = _dump(capsys, "--deep-iteration", "--files", str(segment))
+    assert code == 0
+    assert "Non-consecutive" not in err
+
+
+def test_non_consecutive_offsets_are_listed_latest_first_as_kafka_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.storage.helpers import make_batches, write_segment
+
+    batches = [b for base in (0, 10, 20) for b in make_batches(1, base_offset=base)]
+    segment = write_segment(tmp_path, 0, batches)
+    _, _, err = _dump(capsys, "--deep-iteration", "--files", str(segment))
+    lines = err.splitlines()
+    start = lines.index(f"Non-consecutive offsets in {segment.resolve()}")
+    assert lines[start + 1:start + 3] == ["  12 is followed by 20", "  2 is followed by 10"]

@@ -199,7 +199,8 @@ def dump_log(path: Path, opts: Options, problems: list[str]) -> None:
             opts.out(f"Found {trailing} invalid bytes at the end of {path.name}\n")
     if gaps:
         problems.append(f"Non-consecutive offsets in {path.resolve()}")
-        problems.extend(f"  {a} is followed by {b}" for a, b in gaps)
+        # Kafka prepends each pair to a Scala list, so the latest gap prints first.
+        problems.extend(f"  {a} is followed by {b}" for a, b in reversed(gaps))
 
 
 def _snapshot_id(path: Path) -> tuple[int, int]:
@@ -266,7 +267,8 @@ def _size(data: bytes | None) -> int:
 def _print_records(batch: RecordBatch, opts: Options, last_offset: int, gaps: list[tuple[int, int]]) -> int:
     ts_name = _timestamp_name(batch)
     for e in _entries(batch):
-        if e.offset != last_offset + 1:
+        # Kafka starts checking at the file's first record, whatever its offset.
+        if last_offset != -1 and e.offset != last_offset + 1:
             gaps.append((last_offset, e.offset))
         last_offset = e.offset
         line = ""
