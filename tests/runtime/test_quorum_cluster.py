@@ -23,7 +23,7 @@ from kraftwerk.runtime.client import Connection
 from kraftwerk.runtime.errors import NetworkError
 from kraftwerk.runtime.local_cluster import LocalCluster, format_cluster, pid_alive, plan_cluster
 from kraftwerk.storage.format import random_cluster_id
-from kraftwerk.storage.metadata_log import iter_metadata_batches
+from kraftwerk.storage.metadata_log import MetadataLogDir
 from kraftwerk.versions.software import SoftwareVersion
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
@@ -88,7 +88,7 @@ CLUSTER_ID = [""]
 
 def registered_broker_ids(data_dir: Path) -> list[int]:
     ids = []
-    for batch in iter_metadata_batches(data_dir / "__cluster_metadata-0"):
+    for batch in MetadataLogDir(data_dir / "__cluster_metadata-0").log_batches():
         for record in batch.records:
             if record.spec.name == "RegisterBrokerRecord":
                 ids.append(record.value["brokerId"])
@@ -97,14 +97,11 @@ def registered_broker_ids(data_dir: Path) -> list[int]:
 
 def committed_prefix(data_dir: Path) -> list[tuple[int, int, bytes]]:
     out = []
-    for batch in iter_metadata_batches(data_dir / "__cluster_metadata-0"):
-        out.append((batch.base_offset, batch.epoch, repr(batch.records).encode()))
+    for batch in MetadataLogDir(data_dir / "__cluster_metadata-0").log_batches():
+        out.append((batch.base_offset, batch.leader_epoch, repr(batch.records).encode()))
     return out
 
 
-@pytest.mark.xfail(reason="fail-over now works (RAFT's ea7fcb3), but reading the metadata dirs afterwards "
-                          "fails: iter_metadata_batches maps an empty segment of raft_log_files' layout "
-                          "(StorageIOError ENODEV); reported to RAFT/storage", strict=False)
 def test_quorum_fails_over_after_kill_9_and_loses_no_acknowledged_append(tmp_path: Path) -> None:
     CLUSTER_ID[0] = random_cluster_id()
     cluster = plan_cluster(tmp_path, CLUSTER_ID[0], 3, 0,

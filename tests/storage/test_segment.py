@@ -142,3 +142,11 @@ def test_golden_mixed_formats_and_legacy(tmp_path: Path) -> None:
         dst.write_bytes(src.read_bytes())
         write_indexes(Segment(dst.parent, 0), 1024)
         assert verify_indexes(Segment(dst.parent, 0)) == []
+
+
+def test_a_directory_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    from kraftwerk.storage.errors import StorageIOError
+    from kraftwerk.storage.segment import SegmentReader
+
+    with pytest.raises(StorageIOError, match="Is a directory"):
+        SegmentReader(tmp_path)

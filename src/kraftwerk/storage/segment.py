@@ -10,10 +10,12 @@ with the file; batches are the records layer's zero-copy ``RecordBatch`` views, 
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import mmap
 import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,7 +180,10 @@ class SegmentReader:
             raise io_error(exc, self.path, "open") from exc
         self._file = fd
         try:
-            size = os.fstat(fd).st_size
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):  # os.open accepts a directory; mmap would say "No such device"
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+            size = st.st_size
             if size:
                 self._map = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
                 self._view = memoryview(self._map)
