@@ -80,6 +80,7 @@ from kraftwerk.runtime.config import ServerConfig
 from kraftwerk.runtime.errors import NetworkError, NodeError
 from kraftwerk.runtime.forwarding import ENVELOPE, ForwardingError, envelope_body, unwrap_response
 from kraftwerk.runtime.raft_host import RaftHost, wall_clock_ms
+from kraftwerk.runtime.raft_log_files import open_metadata_log
 from kraftwerk.runtime.server import KafkaServer, Request
 from kraftwerk.storage.lock import LogDirLock
 from kraftwerk.storage.metadata_log import read_bootstrap
@@ -122,23 +123,6 @@ def check_formatted(config: ServerConfig) -> str:
     return distinct.pop()
 
 
-def open_raft_log(metadata_log_dir: Path, voters: tuple[int, ...]) -> tuple[Any, Any]:
-    """The file-backed raft log and quorum-state store (RAFT's ``runtime.raft_log_files``; the
-    interim write-through log while that module is absent)."""
-    import importlib
-
-    try:
-        module: Any = importlib.import_module("kraftwerk.runtime.raft_log_files")
-    except ModuleNotFoundError as exc:
-        if exc.name != "kraftwerk.runtime.raft_log_files":
-            raise
-        interim: Any = importlib.import_module("kraftwerk.runtime.interim_raft_log")
-        fallback: tuple[Any, Any] = interim.open_metadata_log(metadata_log_dir / METADATA_DIR_NAME)
-        return fallback
-    opened: tuple[Any, Any] = module.open_metadata_log(metadata_log_dir, voters)
-    return opened
-
-
 class Node:
     """One node process (controller, broker or both)."""
 
@@ -179,7 +163,7 @@ class Node:
             except KraftwerkError as exc:
                 raise NodeError(str(exc)) from None
             self._locks.append(lock)
-        raft_log, state_store = open_raft_log(self.metadata_dir, config.voter_ids)
+        raft_log, state_store = open_metadata_log(self.metadata_dir, config.voter_ids)
         raft_config = RaftConfig(
             node_id=config.node_id, voters=config.voter_ids, cluster_id=self.cluster_id,
             election_timeout_ms=config.election_timeout_ms, fetch_timeout_ms=config.fetch_timeout_ms,
