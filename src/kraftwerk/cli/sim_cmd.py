@@ -1,4 +1,4 @@
-"""``kraftwerk sim raft``: run seeded raft simulations and fail on any invariant violation."""
+"""``kraftwerk sim raft|lifecycle``: run seeded simulations and fail on any invariant violation."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.errors import KraftwerkError
+from kraftwerk.sim.lifecycle import register_lifecycle
 from kraftwerk.sim.runner import Scenario, SeedResult, SimConfig, run_seed
 
 
@@ -17,7 +18,9 @@ class SimUsageError(KraftwerkError):
 
 
 def register(groups: Any) -> None:
-    parser = groups.add_parser("sim", help="deterministic simulations of the KRaft quorum")
+    parser = groups.add_parser(
+        "sim", help="deterministic simulations: the KRaft quorum, the metadata.version lifecycle")
+    parser.set_defaults(default_log_level="CRITICAL")
     commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
     raft = commands.add_parser(
         "raft",
@@ -46,6 +49,7 @@ def register(groups: Any) -> None:
     raft.add_argument("--keep-going", action="store_true", help="run every seed even after a failure")
     add_output_flag(raft)
     raft.set_defaults(func=_raft)
+    register_lifecycle(commands)
 
 
 def _raft(args: argparse.Namespace) -> int:
