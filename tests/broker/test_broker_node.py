@@ -228,3 +228,19 @@ def test_restart_on_old_software_loading_a_newer_snapshot_stays_fenced() -> None
         newer_old = broker(3, release="3.9")
         newer_old.broker_epoch = 7
         newer_old.load_snapshot(snapshot, end_offset=log.end)
+
+
+def test_a_batch_with_an_unsupported_level_is_applied_not_at_all() -> None:
+    """KIP-778 fail-stop happens before the batch: no earlier record of it reaches the image."""
+    log = Log()
+    ctl = controller(1, (1,), bootstrap_records=[fc.feature_level_record("metadata.version", 19)])
+    log.controllers.append(ctl)
+    activate(log, ctl)
+    b = broker(2, release="3.8")  # runs metadata.version 20, knows no streams.version
+    log.join(b)
+    drive_broker(log, ctl, b, 0)
+    before = b.image
+    with pytest.raises(FatalFaultError):
+        b.replay(log.end, [fc.feature_level_record("metadata.version", 20),
+                           fc.feature_level_record("streams.version", 1)])
+    assert b.image is before and b.image.metadata_version is MV.IBP_3_7_IV4

@@ -143,6 +143,20 @@ def test_standby_answers_not_controller() -> None:
     )  # type: ignore[arg-type]
 
 
+def test_active_before_its_bootstrap_commits_answers_not_controller() -> None:
+    """Found by the lifecycle simulator: a registration arriving between activation and the commit
+    of the bootstrap records crashed the controller (no metadata.version to judge it by)."""
+    log = Log()
+    ctl = controller(1, (1,), bootstrap_records=bootstrap(MV.IBP_4_3_IV0))
+    log.controllers.append(ctl)
+    act = ctl.on_leader_change(1, log.epoch, 0, True)
+    assert act is not None and ctl.metadata_version is None  # the bootstrap is not committed yet
+    b = broker(2)
+    registration = b.poll(0)[0]
+    reply = ctl.handle_request(62, 4, registration.body_for(4), 0)
+    assert isinstance(reply, Respond) and reply.body["errorCode"] == Errors.NOT_CONTROLLER.code
+
+
 # ---------------------------------------------------------------- registration, heartbeats
 
 

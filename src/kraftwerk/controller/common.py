@@ -111,16 +111,19 @@ class ImageReplayer:
     ) -> list[Effect]:
         """Replay one committed batch; returns the version-change effects.
 
-        Raises :class:`FatalFaultError` before applying a FeatureLevelRecord the node cannot run.
+        Raises :class:`FatalFaultError`, before applying anything, if the batch holds a
+        FeatureLevelRecord the node cannot run.
         """
         decoded = [as_record(r) for r in records]
+        # A batch is applied whole or not at all: fail-stop before any of its records touches the image.
+        for record in decoded:
+            self.check_feature_level(record)
         end = base_offset + len(decoded) - 1 if last_offset is None else last_offset
         effects: list[Effect] = []
         delta = MetadataDelta(self.image)
         delta.resume_transaction(self._pending_txn)
         for i, record in enumerate(decoded):
             offset = base_offset + i
-            self.check_feature_level(record)
             self._track(record, offset, delta)
             name = record.spec.name
             candidate = (name == "EndTransactionRecord" and delta.in_transaction) or (

@@ -431,7 +431,8 @@ class QuorumController:
             return Respond(self.describe_cluster_body(version, body))
         if api_key == ENVELOPE:
             return self._envelope(body, now_ms)
-        if not self._active:
+        if not self._active or self.image.metadata_version is None:
+            # Until the bootstrap records commit, an active controller cannot judge any request.
             return Respond(not_controller_body(api_key, version, body))
         try:
             if api_key == UPDATE_FEATURES:

@@ -584,13 +584,6 @@ class _Machine:
         log = sim.cluster.nodes[self.nid].log
         assert log is not None
         end_before = log.end_offset
-        if c.is_active and c.image.metadata_version is None and api_key != UPDATE_FEATURES:
-            # Between activation and the commit of the bootstrap records the core's registration
-            # handlers assume a metadata.version (quorum.py asserts it); answer NOT_CONTROLLER so
-            # the broker retries, as UpdateFeatures already does ("has not finished activation").
-            sim.stats["requests_before_activation"] += 1
-            respond(not_controller_body(api_key, version, body))
-            return
         reply = c.handle_request(api_key, version, body, sim.now)
         if (
             sim.config.sabotage is Sabotage.DRY_RUN_APPENDS
@@ -680,7 +673,6 @@ class LifecycleSim:
                 "rolls",
                 "rpcs",
                 "unregistrations",
-                "requests_before_activation",
             )
         }
         self.failstopped: set[int] = set()
