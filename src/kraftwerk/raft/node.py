@@ -386,26 +386,9 @@ class RaftNode:
 
     def describe_quorum(self, now_ms: int) -> Body:
         """A DescribeQuorum response body (v0-2 share this shape; NOT_LEADER unless leader)."""
+        hw = -1 if self._hw is None else self._hw
         if self._role is not Role.LEADER:
-            return {
-                "errorCode": _NONE,
-                "topics": [
-                    {
-                        "topicName": METADATA_TOPIC,
-                        "partitions": [
-                            {
-                                "partitionIndex": METADATA_PARTITION,
-                                "errorCode": _NOT_LEADER,
-                                "leaderId": -1 if self._leader_id is None else self._leader_id,
-                                "leaderEpoch": self._epoch,
-                                "highWatermark": -1 if self._hw is None else self._hw,
-                                "currentVoters": [],
-                                "observers": [],
-                            }
-                        ],
-                    }
-                ],
-            }
+            return self._partition_body(_NONE, _NOT_LEADER, highWatermark=hw, currentVoters=[], observers=[])
         info = self.quorum_info(now_ms)
 
         def states(progress: tuple[ReplicaProgress, ...]) -> list[Body]:
@@ -419,20 +402,29 @@ class RaftNode:
                 for p in progress
             ]
 
+        return self._partition_body(
+            _NONE,
+            _NONE,
+            highWatermark=hw,
+            currentVoters=states(info.voters),
+            observers=states(info.observers),
+        )
+
+    def _partition_body(self, error: int, partition_error: int, **fields: Any) -> Body:
+        """The one-partition response shape Vote, Begin/EndQuorumEpoch and DescribeQuorum share:
+        this node's view of the leader plus the RPC's own ``fields``."""
         return {
-            "errorCode": _NONE,
+            "errorCode": error,
             "topics": [
                 {
                     "topicName": METADATA_TOPIC,
                     "partitions": [
                         {
                             "partitionIndex": METADATA_PARTITION,
-                            "errorCode": _NONE,
-                            "leaderId": self.node_id,
+                            "errorCode": partition_error,
+                            "leaderId": -1 if self._leader_id is None else self._leader_id,
                             "leaderEpoch": self._epoch,
-                            "highWatermark": -1 if self._hw is None else self._hw,
-                            "currentVoters": states(info.voters),
-                            "observers": states(info.observers),
+                            **fields,
                         }
                     ],
                 }
@@ -704,23 +696,7 @@ class RaftNode:
         return (last_epoch, last_offset) >= (self.log.last_fetched_epoch(), self.log.end_offset)
 
     def _vote_body(self, error: int, granted: bool, partition_error: int = _NONE) -> Body:
-        return {
-            "errorCode": error,
-            "topics": [
-                {
-                    "topicName": METADATA_TOPIC,
-                    "partitions": [
-                        {
-                            "partitionIndex": METADATA_PARTITION,
-                            "errorCode": partition_error,
-                            "leaderId": -1 if self._leader_id is None else self._leader_id,
-                            "leaderEpoch": self._epoch,
-                            "voteGranted": granted,
-                        }
-                    ],
-                }
-            ],
-        }
+        return self._partition_body(error, partition_error, voteGranted=granted)
 
     def _recently_fetched_from_leader(self, now_ms: int) -> bool:
         if self._role is Role.LEADER:
@@ -805,22 +781,7 @@ class RaftNode:
 
     # ================================================================== Begin/EndQuorumEpoch
     def _quorum_epoch_body(self, error: int, partition_error: int = _NONE) -> Body:
-        return {
-            "errorCode": error,
-            "topics": [
-                {
-                    "topicName": METADATA_TOPIC,
-                    "partitions": [
-                        {
-                            "partitionIndex": METADATA_PARTITION,
-                            "errorCode": partition_error,
-                            "leaderId": -1 if self._leader_id is None else self._leader_id,
-                            "leaderEpoch": self._epoch,
-                        }
-                    ],
-                }
-            ],
-        }
+        return self._partition_body(error, partition_error)
 
     def _on_begin_quorum_request(self, body: Body, now_ms: int) -> Body:
         if not self._cluster_ok(body):
