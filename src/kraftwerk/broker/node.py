@@ -241,16 +241,7 @@ class BrokerNode:
                 base_offset, records, epoch=epoch, append_time_ms=append_time_ms, last_offset=last_offset
             )
         except FatalFaultError as fault:
-            if self.broker_epoch < 0 and self.state is BrokerState.STARTING:
-                # Never registered: stay fenced (the controller refuses the registration with
-                # Kafka's message) instead of dying; stop applying the log at this record.
-                self._stalled = fault
-                log.error(
-                    "[BrokerServer id=%d] Cannot apply the metadata log: %s. The broker stays fenced "
-                    "until it runs software that supports it.",
-                    self.node_id,
-                    fault,
-                )
+            if self._stall(fault, "apply the metadata log"):
                 return []
             self._fail(fault)
             raise
@@ -264,16 +255,7 @@ class BrokerNode:
         try:
             image = self._replayer.load_snapshot(records, end_offset=end_offset, epoch=epoch)
         except FatalFaultError as fault:
-            if self.broker_epoch < 0 and self.state is BrokerState.STARTING:
-                # A broker restarted on older software loads its last snapshot before it registers:
-                # like a replayed record, it stays fenced with Kafka's refusal instead of dying.
-                self._stalled = fault
-                log.error(
-                    "[BrokerServer id=%d] Cannot load the metadata snapshot: %s. The broker stays fenced "
-                    "until it runs software that supports it.",
-                    self.node_id,
-                    fault,
-                )
+            if self._stall(fault, "load the metadata snapshot"):
                 return []
             self._fail(fault)
             raise
@@ -283,6 +265,22 @@ class BrokerNode:
                 CloseClientConnections(f"metadata.version changed from {before} to {image.metadata_version}"),
             ]
         return []
+
+    def _stall(self, fault: FatalFaultError, what: str) -> bool:
+        """A never-registered broker stays fenced instead of dying (the controller refuses its
+        registration with Kafka's message) and stops applying the log; True if it stalled. This
+        covers a broker restarted on older software loading its last snapshot before it registers."""
+        if self.broker_epoch >= 0 or self.state is not BrokerState.STARTING:
+            return False
+        self._stalled = fault
+        log.error(
+            "[BrokerServer id=%d] Cannot %s: %s. The broker stays fenced until it runs software that "
+            "supports it.",
+            self.node_id,
+            what,
+            fault,
+        )
+        return True
 
     def _fail(self, fault: FatalFaultError) -> None:
         log.error("[BrokerServer id=%d] %s; unregistering and shutting down", self.node_id, fault)
