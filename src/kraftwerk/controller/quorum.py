@@ -645,15 +645,7 @@ class QuorumController:
             "isMigratingZkBroker": False,
             "incarnationId": incarnation,
             "brokerEpoch": epoch,
-            "endPoints": [
-                {
-                    "name": lst["name"],
-                    "host": lst["host"],
-                    "port": lst["port"],
-                    "securityProtocol": lst["securityProtocol"],
-                }
-                for lst in body.get("listeners") or ()
-            ],
+            "endPoints": _endpoint_records(body),
             "features": [
                 {"name": n, "minSupportedVersion": r.min, "maxSupportedVersion": r.max}
                 for n, r in sorted(ranges.items())
@@ -734,15 +726,7 @@ class QuorumController:
                 "controllerId": body["controllerId"],
                 "incarnationId": body["incarnationId"],
                 "zkMigrationReady": bool(body.get("zkMigrationReady", False)),
-                "endPoints": [
-                    {
-                        "name": lst["name"],
-                        "host": lst["host"],
-                        "port": lst["port"],
-                        "securityProtocol": lst["securityProtocol"],
-                    }
-                    for lst in body.get("listeners") or ()
-                ],
+                "endPoints": _endpoint_records(body),
                 "features": [dict(f) for f in body.get("features") or ()],
             },
         )
@@ -920,6 +904,19 @@ def _srange(f: Mapping[str, Any]) -> Any:
     from kraftwerk.image.model import SupportedRange
 
     return SupportedRange(f["minSupportedVersion"], f["maxSupportedVersion"])
+
+
+def _endpoint_records(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A registration request's ``listeners`` as the ``endPoints`` of its Register*Record."""
+    return [
+        {
+            "name": lst["name"],
+            "host": lst["host"],
+            "port": lst["port"],
+            "securityProtocol": lst["securityProtocol"],
+        }
+        for lst in body.get("listeners") or ()
+    ]
 
 
 def _ranges(pairs: Any) -> dict[str, VersionRange]:
