@@ -9,8 +9,6 @@ catch up.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import time
 from collections.abc import Iterator
@@ -19,31 +17,19 @@ from typing import Any
 
 import pytest
 
-from kraftwerk.cli.main import main as cli_main
 from kraftwerk.runtime.local_cluster import LocalCluster, wait_finalized
 from kraftwerk.storage.metadata_log import list_snapshots
+from tests.cluster.helpers import cli, cluster_up
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 
 LEVEL_36 = 14  # 3.6-IV2, the 3.6 release's metadata.version
 
 
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli_main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    root: Path = tmp_path_factory.mktemp("lossy")
-    code, _, err = cli("cluster", "up", "--dir", str(root), "--controllers", "3", "--brokers", "2")
-    assert code == 0, err
-    try:
-        yield LocalCluster.load(root)
-    finally:
-        cli("cluster", "down", "--dir", str(root))
+    with cluster_up(tmp_path_factory.mktemp("lossy"), "--controllers", "3", "--brokers", "2") as running:
+        yield running
 
 
 def image_of(directory: Path) -> dict[str, Any]:

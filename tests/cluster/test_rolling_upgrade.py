@@ -11,16 +11,14 @@ reports such a broker instead of waiting for it.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from kraftwerk.cli.main import main as cli_main
 from kraftwerk.runtime.local_cluster import LocalCluster, wait_finalized
+from tests.cluster.helpers import cli, cluster_up
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
 
@@ -28,23 +26,11 @@ REFUSAL_39 = ("Unable to register because the broker does not support finalized 
               "metadata.version. The broker wants a version between 1 and 21, inclusive.")
 
 
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli_main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    root: Path = tmp_path_factory.mktemp("rolling")
-    code, _, err = cli("cluster", "up", "--dir", str(root), "--controllers", "1", "--brokers", "2",
-                       "--release-version", "3.9", "--software-version", "3.9")
-    assert code == 0, err
-    try:
-        yield LocalCluster.load(root)
-    finally:
-        cli("cluster", "down", "--dir", str(root))
+    with cluster_up(tmp_path_factory.mktemp("rolling"), "--controllers", "1", "--brokers", "2",
+                    "--release-version", "3.9", "--software-version", "3.9") as running:
+        yield running
 
 
 def test_rolling_upgrade_then_online_metadata_upgrade(cluster: LocalCluster) -> None:
