@@ -155,6 +155,10 @@ class Cluster:
         }
         #: test hook: this node's committed batches are altered before the checker sees them
         self.corrupt_node: int | None = None
+        #: called with a node's id after every event on it (the runtime's raft state listener)
+        self.event_listeners: list[Callable[[int], None]] = []
+        #: called with a node's id just before it crashes
+        self.crash_listeners: list[Callable[[int], None]] = []
         overrides = raft_overrides or {}
         self.nodes: dict[int, SimNode] = {}
         for nid in self.voter_ids + self.observer_ids:
@@ -188,6 +192,8 @@ class Cluster:
         self._after(nid)
 
     def crash(self, nid: int) -> None:
+        for listener in self.crash_listeners:
+            listener(nid)
         n = self.nodes[nid]
         if n.raft is None or n.log is None:
             return
@@ -226,7 +232,8 @@ class Cluster:
         self._after(nid)
 
     # ------------------------------------------------------------------ messaging
-    def _encode(self, kind: Kind, api_key: int, version: int, body: Body) -> Body:
+    def through_wire(self, kind: Kind, api_key: int, version: int, body: Body) -> Body:
+        """``body`` as the peer decodes it (encoded and decoded by the real codec when ``wire``)."""
         if not self.wire:
             return body
         spec = registry.by_api_key(kind, api_key)
@@ -235,7 +242,7 @@ class Cluster:
     def _dispatch(self, src: int, effects: list[Effect]) -> None:
         for eff in effects:
             kind = Kind.REQUEST if isinstance(eff, SendRequest) else Kind.RESPONSE
-            body = self._encode(kind, eff.api_key, eff.version, eff.body)
+            body = self.through_wire(kind, eff.api_key, eff.version, eff.body)
             for delay in self.net.deliveries(src, eff.destination):
                 self.queue.schedule(self.now + delay, self._make_delivery(src, eff, body))
 
@@ -272,7 +279,23 @@ class Cluster:
         self._dispatch(nid, n.raft.poll(self.now))
         self._after(nid)
 
+    def run_on(self, nid: int, fn: Callable[[RaftNode], None]) -> None:
+        """Run host code ``fn`` on a live node's raft, then send what it produced and re-arm its timers."""
+        n = self.nodes[nid]
+        raft = n.raft
+        if raft is None or n.paused:
+            return
+        fn(raft)
+        if n.raft is raft:
+            self._dispatch(nid, raft.take_effects())
+            self._after(nid)
+
     def _after(self, nid: int) -> None:
+        self._settle(nid)
+        for listener in self.event_listeners:
+            listener(nid)
+
+    def _settle(self, nid: int) -> None:
         """After any event on a node: feed its state machine, check invariants, re-arm its timer."""
         n = self.nodes[nid]
         raft = n.raft

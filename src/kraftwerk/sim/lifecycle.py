@@ -58,7 +58,6 @@ from kraftwerk.controller.quorum import (
 )
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.image.model import Endpoint
-from kraftwerk.protocol import codec, registry
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import encode_metadata_record
 from kraftwerk.protocol.schema import Kind
@@ -236,38 +235,7 @@ class LifecycleResult:
         return "\n".join(lines)
 
 
-# =============================================================================== the cluster
-
-
-class _Cluster(Cluster):
-    """The raft simulator's cluster with a hook after every node event (the runtime's raft state
-    listener) and a way to run host code on a node with its effects dispatched."""
-
-    def __init__(self, sim: LifecycleSim, **kwargs: Any) -> None:
-        self.sim: LifecycleSim | None = None
-        super().__init__(**kwargs)
-        self.sim = sim
-
-    def _after(self, nid: int) -> None:
-        super()._after(nid)
-        if self.sim is not None:
-            self.sim.node_event(nid)
-
-    def crash(self, nid: int) -> None:
-        if self.sim is not None:
-            self.sim.before_crash(nid)
-        super().crash(nid)
-
-    def run_on(self, nid: int, fn: Callable[[RaftNode], None]) -> None:
-        """Run ``fn`` on a live node's raft, then send what it produced and re-arm its timers."""
-        n = self.nodes[nid]
-        raft = n.raft
-        if raft is None or n.paused:
-            return
-        fn(raft)
-        if n.raft is raft:
-            self._dispatch(nid, raft.take_effects())
-            self._after(nid)
+# =============================================================================== the hosting glue
 
 
 @dataclass(slots=True)
@@ -681,8 +649,7 @@ class LifecycleSim:
         self.converged_at: int | None = None
         self._requests = 0
         self._operator_restart = False
-        self.cluster = _Cluster(
-            self,
+        self.cluster = Cluster(
             voters=config.voters,
             observers=config.brokers,
             seed=config.seed,
@@ -690,6 +657,8 @@ class LifecycleSim:
             checker=Checker(self.cluster_voters),
             wire=config.wire,
         )
+        self.cluster.event_listeners.append(self.node_event)
+        self.cluster.crash_listeners.append(self.before_crash)
         self.cluster.set_link_faults(LinkFaults(0.0, 0.0, 1, 8))
         for nid in self.all_ids:
             self._schedule_tick(nid)
@@ -793,7 +762,7 @@ class LifecycleSim:
         out = {}
         for nid in self.broker_ids:
             m = self.machine(nid)
-            if (m is not None and not m.frozen) or m is not None:
+            if m is not None:
                 out[nid] = m.incarnation
         return out
 
@@ -814,13 +783,6 @@ class LifecycleSim:
         if n.up and n.incarnation == incarnation:
             self.cluster.crash(nid)
 
-    def _wire(self, kind: Kind, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
-        if not self.config.wire:
-            return body
-        spec = registry.by_api_key(kind, api_key)
-        decoded: dict[str, Any] = codec.decode(spec, version, codec.encode(spec, version, body))
-        return decoded
-
     def send_rpc(
         self,
         src: int,
@@ -835,7 +797,7 @@ class LifecycleSim:
         """A request over the simulated network to a controller; exactly one of the callbacks runs."""
         self.stats["rpcs"] += 1
         state = {"done": False}
-        request = self._wire(Kind.REQUEST, api_key, version, body)
+        request = self.cluster.through_wire(Kind.REQUEST, api_key, version, body)
 
         def expire() -> None:
             if not state["done"]:
@@ -843,7 +805,7 @@ class LifecycleSim:
                 on_timeout()
 
         def respond(response: dict[str, Any]) -> None:
-            wired = self._wire(Kind.RESPONSE, api_key, version, response)
+            wired = self.cluster.through_wire(Kind.RESPONSE, api_key, version, response)
             for delay in self.cluster.net.deliveries(dst, src)[:1]:
                 self.at(self.now + delay, lambda: arrive(wired))
 
