@@ -55,7 +55,7 @@ from kraftwerk.controller.effects import (
     WriteSnapshot,
 )
 from kraftwerk.controller.errors import FatalFaultError
-from kraftwerk.controller.features import noop_record
+from kraftwerk.controller.hosting import LeaderWatch, activate, timer_records
 from kraftwerk.controller.quorum import (
     CONTROLLER_API_KEYS,
     CONTROLLER_REGISTRATION,
@@ -141,8 +141,7 @@ class Node:
         self.servers: list[KafkaServer] = []
         self._locks: list[LogDirLock] = []
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._seen_leader: tuple[int | None, int] = (None, -1)
-        self._activation_pending = False
+        self._leader_watch = LeaderWatch()
         self._ready = False
         self._controller_apis = declared_api_ranges(CONTROLLER_API_KEYS + RAFT_API_KEYS)
         self._idle_interval_ms = int(config.raw.get("metadata.max.idle.interval.ms", "500") or 500)
@@ -435,28 +434,20 @@ class Node:
         if raft is None:
             return
         node = raft.node
-        leader = (node.leader_id, node.epoch)
-        if leader != self._seen_leader:
-            self._seen_leader = leader
-            self._activation_pending = node.is_leader
-            if self.broker is not None:
-                self.broker.set_controller(node.leader_id)
-            if self.controller is not None and not node.is_leader:
-                self.controller.on_leader_change(node.leader_id, node.epoch, wall_clock_ms(), False)
-        if self._activation_pending and self.controller is not None:
-            hw = node.high_watermark
-            if hw is not None and node.is_leader and hw > node.epoch_start_offset:
-                self._activation_pending = False
-                asyncio.get_running_loop().call_soon(self._activate, node.epoch)
+        epoch = self._leader_watch.observe(
+            self.controller, self.broker, leader_id=node.leader_id, epoch=node.epoch,
+            is_leader=node.is_leader, high_watermark=node.high_watermark,
+            epoch_start_offset=node.epoch_start_offset, now_ms=wall_clock_ms())
+        if epoch is not None:
+            asyncio.get_running_loop().call_soon(self._activate, epoch)
         self._check_ready()
 
     def _activate(self, epoch: int) -> None:
         raft, controller = self.raft, self.controller
         if raft is None or controller is None or raft.node.epoch != epoch or not raft.node.is_leader:
             return
-        empty = controller.image.metadata_version is None
-        activation = controller.on_leader_change(raft.node.node_id, epoch, wall_clock_ms(), empty)
-        if activation is not None and activation.records:
+        activation = activate(controller, raft.node.node_id, epoch, wall_clock_ms())
+        if activation is not None:
             self._spawn(self._append(activation), "activation")
 
     async def _append(self, reply: AppendThenRespond) -> bool:
@@ -485,11 +476,7 @@ class Node:
                 self._maybe_register_controller(controller, raft)
                 continue
             now = wall_clock_ms()
-            records = controller.tick(now)
-            mv = controller.image.metadata_version
-            idle = self._idle_interval_ms > 0 and now - self._last_write_ms >= self._idle_interval_ms
-            if not records and idle and mv is not None and mv.is_noop_record_supported():
-                records = [noop_record()]
+            records = timer_records(controller, now, self._last_write_ms, self._idle_interval_ms)
             if records:
                 try:
                     raft.append([encode_metadata_record(r.spec, r.version, r.value) for r in records])

@@ -46,7 +46,8 @@ from kraftwerk.controller.effects import (
     WriteSnapshot,
 )
 from kraftwerk.controller.errors import FatalFaultError
-from kraftwerk.controller.features import feature_level_record, noop_record
+from kraftwerk.controller.features import feature_level_record
+from kraftwerk.controller.hosting import LeaderWatch, activate, timer_records
 from kraftwerk.controller.quorum import (
     BROKER_HEARTBEAT,
     BROKER_REGISTRATION,
@@ -281,8 +282,7 @@ class _Machine:
         self.dead = False
         self.frozen = False
         self.drained_to = -1
-        self.seen_leader: tuple[int | None, int] = (None, -1)
-        self.activation_pending = False
+        self.leader_watch = LeaderWatch()
         self.last_write_ms = sim.now
         self.registration_sent_ms = -REGISTRATION_RETRY_MS
         self.waiters: list[_Waiter] = []
@@ -407,20 +407,18 @@ class _Machine:
     # ------------------------------------------------------------------ raft state
     def on_event(self, raft: RaftNode) -> None:
         sim = self.sim
-        leader = (raft.leader_id, raft.epoch)
-        if leader != self.seen_leader:
-            self.seen_leader = leader
-            self.activation_pending = raft.is_leader
-            if self.broker is not None:
-                self.broker.set_controller(raft.leader_id)
-            if self.controller is not None and not raft.is_leader:
-                self.controller.on_leader_change(raft.leader_id, raft.epoch, sim.now, False)
-        if self.activation_pending and self.controller is not None:
-            hw = raft.high_watermark
-            if hw is not None and raft.is_leader and hw > raft.epoch_start_offset:
-                self.activation_pending = False
-                epoch = raft.epoch
-                sim.at(sim.now, lambda: sim.run_machine(self, lambda r: self.activate(r, epoch)))
+        epoch = self.leader_watch.observe(
+            self.controller,
+            self.broker,
+            leader_id=raft.leader_id,
+            epoch=raft.epoch,
+            is_leader=raft.is_leader,
+            high_watermark=raft.high_watermark,
+            epoch_start_offset=raft.epoch_start_offset,
+            now_ms=sim.now,
+        )
+        if epoch is not None:
+            sim.at(sim.now, lambda: sim.run_machine(self, lambda r: self.activate(r, epoch)))
         if self.waiters:
             hw = raft.high_watermark
             keep = []
@@ -440,9 +438,8 @@ class _Machine:
         c = self.controller
         if c is None or raft.epoch != epoch or not raft.is_leader:
             return
-        empty = c.image.metadata_version is None
-        activation = c.on_leader_change(self.nid, epoch, self.sim.now, empty)
-        if activation is not None and activation.records:
+        activation = activate(c, self.nid, epoch, self.sim.now)
+        if activation is not None:
             self.append(raft, activation.encoded_records())
 
     def append(self, raft: RaftNode, values: list[bytes]) -> int | None:
@@ -465,11 +462,7 @@ class _Machine:
             if not c.is_active or not raft.is_leader:
                 self.maybe_register_controller(raft)
             else:
-                records = c.tick(now)
-                mv = c.image.metadata_version
-                idle = now - self.last_write_ms >= IDLE_NOOP_MS
-                if not records and idle and mv is not None and mv.is_noop_record_supported():
-                    records = [noop_record()]
+                records = timer_records(c, now, self.last_write_ms, IDLE_NOOP_MS)
                 if records:
                     self.append(raft, [encode_metadata_record(r.spec, r.version, r.value) for r in records])
         b = self.broker

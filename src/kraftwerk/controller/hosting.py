@@ -1,0 +1,84 @@
+"""The decisions a host makes between raft and the cores, shared by the TCP runtime
+(``runtime/node.py``) and the simulator (``sim/lifecycle.py``) so that both run the same rules.
+
+Sans-I/O like the cores: raft's state arrives as plain values, time as ``now_ms``; the host does
+the appending, scheduling and sending.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from kraftwerk.controller.effects import AppendThenRespond
+from kraftwerk.controller.features import noop_record
+from kraftwerk.controller.quorum import QuorumController
+from kraftwerk.protocol.frame import MetadataRecord
+
+
+class ControllerFollower(Protocol):
+    """A core that only needs to know who the active controller is (the broker)."""
+
+    def set_controller(self, controller_id: int | None) -> None: ...
+
+
+@dataclass(slots=True)
+class LeaderWatch:
+    """Tells the cores about raft's leader. A broker and a standby controller learn of a new
+    leader at once; this node's controller activates only once its LeaderChange record has
+    committed (the high watermark passed the epoch's start), so that it activates on an image that
+    holds everything committed before."""
+
+    seen: tuple[int | None, int] = (None, -1)
+    activation_pending: bool = False
+
+    def observe(
+        self,
+        controller: QuorumController | None,
+        broker: ControllerFollower | None,
+        *,
+        leader_id: int | None,
+        epoch: int,
+        is_leader: bool,
+        high_watermark: int | None,
+        epoch_start_offset: int,
+        now_ms: int,
+    ) -> int | None:
+        """Call after every raft event; returns the epoch to activate this controller in (the host
+        calls :func:`activate` for it, outside the raft callback), or None."""
+        if (leader_id, epoch) != self.seen:
+            self.seen = (leader_id, epoch)
+            self.activation_pending = is_leader
+            if broker is not None:
+                broker.set_controller(leader_id)
+            if controller is not None and not is_leader:
+                controller.on_leader_change(leader_id, epoch, now_ms, False)
+        committed = high_watermark is not None and high_watermark > epoch_start_offset
+        if self.activation_pending and controller is not None and is_leader and committed:
+            self.activation_pending = False
+            return epoch
+        return None
+
+
+def activate(controller: QuorumController, node_id: int, epoch: int, now_ms: int) -> AppendThenRespond | None:
+    """Make this controller active in ``epoch``; the activation records to append (bootstrap on an
+    empty log, or a transaction abort), or None when there is nothing to write."""
+    empty = controller.image.metadata_version is None
+    activation = controller.on_leader_change(node_id, epoch, now_ms, empty)
+    if activation is not None and activation.records:
+        return activation
+    return None
+
+
+def timer_records(
+    controller: QuorumController, now_ms: int, last_write_ms: int, idle_interval_ms: int
+) -> list[MetadataRecord]:
+    """What the active controller appends on a timer: its ``tick`` records, else a NoOpRecord
+    once the log was idle for ``idle_interval_ms`` (KIP-835; 0 disables it), as Kafka's controller
+    does from metadata.version 3.3-IV0."""
+    records = controller.tick(now_ms)
+    mv = controller.image.metadata_version
+    idle = idle_interval_ms > 0 and now_ms - last_write_ms >= idle_interval_ms
+    if not records and idle and mv is not None and mv.is_noop_record_supported():
+        records = [noop_record()]
+    return records

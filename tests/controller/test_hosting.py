@@ -1,0 +1,62 @@
+"""The host rules the runtime and the simulator share (``controller/hosting.py``)."""
+
+from __future__ import annotations
+
+from kraftwerk.controller.hosting import LeaderWatch, activate, timer_records
+from tests.controller.harness import Log, controller
+
+
+class _Follower:
+    def __init__(self) -> None:
+        self.controllers: list[int | None] = []
+
+    def set_controller(self, controller_id: int | None) -> None:
+        self.controllers.append(controller_id)
+
+
+def _observe(watch: LeaderWatch, ctl: object, follower: _Follower | None, **state: object) -> int | None:
+    values: dict[str, object] = {"high_watermark": None, "epoch_start_offset": 0, "now_ms": 0}
+    values.update(state)
+    return watch.observe(ctl, follower, **values)  # type: ignore[arg-type]
+
+
+def test_follower_learns_the_leader_once_per_epoch() -> None:
+    watch, follower = LeaderWatch(), _Follower()
+    assert _observe(watch, None, follower, leader_id=None, epoch=1, is_leader=False) is None
+    assert _observe(watch, None, follower, leader_id=2, epoch=1, is_leader=False) is None
+    assert _observe(watch, None, follower, leader_id=2, epoch=1, is_leader=False, high_watermark=5) is None
+    assert _observe(watch, None, follower, leader_id=3, epoch=2, is_leader=False) is None
+    assert follower.controllers == [None, 2, 3]
+
+
+def test_leader_activates_once_its_leader_change_commits() -> None:
+    ctl, watch = controller(), LeaderWatch()
+    # elected: the LeaderChange record at offset 0 is not committed yet
+    assert _observe(watch, ctl, None, leader_id=1, epoch=1, is_leader=True, epoch_start_offset=0) is None
+    assert _observe(watch, ctl, None, leader_id=1, epoch=1, is_leader=True, high_watermark=0) is None
+    assert _observe(watch, ctl, None, leader_id=1, epoch=1, is_leader=True, high_watermark=1) == 1
+    # once per epoch
+    assert _observe(watch, ctl, None, leader_id=1, epoch=1, is_leader=True, high_watermark=2) is None
+    # a new epoch in which this node leads activates again after its own LeaderChange commits
+    assert _observe(watch, ctl, None, leader_id=1, epoch=2, is_leader=True, high_watermark=2,
+                    epoch_start_offset=2) is None
+    assert _observe(watch, ctl, None, leader_id=1, epoch=2, is_leader=True, high_watermark=3,
+                    epoch_start_offset=2) == 2
+
+
+def test_activation_bootstraps_an_empty_log_then_idle_noops() -> None:
+    log, ctl = Log(), controller()
+    log.join(ctl)
+    activation = activate(ctl, ctl.node_id, log.epoch, 0)
+    assert activation is not None and activation.records
+    log.append(activation.records)
+    assert ctl.is_active and ctl.image.metadata_version is not None
+    # the core's own tick records come first (the active controller registers itself) ...
+    tick = timer_records(ctl, 600, 0, 500)
+    assert [r.spec.name for r in tick] == ["RegisterControllerRecord"]
+    log.append(tick)
+    # ... then a NoOpRecord only once the log was idle for the interval
+    assert timer_records(ctl, 100, 0, 500) == []
+    noop = timer_records(ctl, 600, 0, 500)
+    assert [r.spec.name for r in noop] == ["NoOpRecord"]
+    assert timer_records(ctl, 600, 0, 0) == []  # metadata.max.idle.interval.ms=0 disables it
