@@ -43,8 +43,6 @@ class _UpdateFailed(KraftwerkError):
     """Some updates failed: the per-feature lines are printed, this is the stderr summary."""
 
 
-OFFLINE_COMMANDS = ("version-mapping", "feature-dependencies")
-
 #: Admin client configs we act on; anything else in --command-config is reported and ignored.
 _SUPPORTED_CONFIGS = frozenset({"bootstrap.servers", "bootstrap.controllers", "client.id",
                                 "request.timeout.ms", "default.api.timeout.ms", "retry.backoff.ms",

@@ -260,13 +260,6 @@ class ImageReplayer:
         self.register_offsets = {b: end_offset - 1 for b in self.image.cluster.brokers}
         return self.image
 
-    def reset_image(self, image: MetadataImage) -> None:
-        """Adopt an image loaded elsewhere (e.g. by the runtime from disk)."""
-        self.image = image
-        self.last_offset = image.provenance.last_offset
-        self.last_epoch = image.provenance.last_epoch
-        self._pending_txn = None
-        self.register_offsets = {b: image.provenance.last_offset for b in image.cluster.brokers}
 
 
 # --------------------------------------------------------------------------- ApiVersions

@@ -9,8 +9,7 @@ response of the request's api key at the request's version.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kraftwerk.image.model import MetadataImage
@@ -103,14 +102,6 @@ class CloseClientConnections:
     """(Broker) close every client connection so clients renegotiate ApiVersions."""
 
     reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class FeaturesSnapshot:
-    """Finalized features as ApiVersions reports them (kraft.version included when > 0)."""
-
-    levels: Mapping[str, int] = field(default_factory=dict)
-    epoch: int = -1
 
 
 Effect = WriteSnapshot | MetadataVersionChanged | CloseClientConnections

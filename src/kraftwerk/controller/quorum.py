@@ -50,7 +50,6 @@ from kraftwerk.protocol.header import (
 )
 from kraftwerk.protocol.registry import by_api_key, lookup_record
 from kraftwerk.protocol.schema import Kind
-from kraftwerk.versions import features as feature_catalogue
 from kraftwerk.versions.features import VersionRange
 from kraftwerk.versions.metadata_version import FEATURE_NAME, LATEST_PRODUCTION, MetadataVersion
 from kraftwerk.versions.software import SoftwareVersion
@@ -1070,7 +1069,3 @@ def _pick_listener(listeners: Sequence[Endpoint], name: str | None) -> Endpoint 
                 return e
         return None
     return listeners[0]
-
-
-def feature_catalogue_names() -> tuple[str, ...]:
-    return tuple(f.feature_name for f in feature_catalogue.PRODUCTION_FEATURES)

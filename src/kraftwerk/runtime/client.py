@@ -177,12 +177,6 @@ class ReconnectingClient:
             self._failures = 0
             return self._conn
 
-    def connected(self) -> Connection | None:
-        """The open connection, if any, without connecting."""
-        if self._conn is not None and not self._conn.closed:
-            return self._conn
-        return None
-
     async def request(self, api_key: int, api_version: int, body: codec.Value, *,
                       timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> codec.Value:
         conn = await self.connection()

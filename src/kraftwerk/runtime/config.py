@@ -116,10 +116,6 @@ class ServerConfig:
             return tuple(e for e in self.advertised_listeners if e.listener not in names)
         return self.broker_listeners
 
-    @property
-    def first_controller_listener_name(self) -> str:
-        return self.controller_listener_names[0]
-
     # --- loading --------------------------------------------------------------------------
 
     @classmethod

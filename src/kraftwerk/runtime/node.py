@@ -90,7 +90,6 @@ log = logging.getLogger("kraftwerk.node")
 
 READY_FILE = "kraftwerk.ready"
 FENCED_FILE = "kraftwerk.fenced"
-METADATA_DIR_NAME = "__cluster_metadata-0"
 BOOTSTRAP_FILE = "bootstrap.checkpoint"
 APPEND_COMMIT_TIMEOUT_S = 10.0
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 5.0

@@ -182,10 +182,6 @@ class KafkaServer:
         port: int = self._server.sockets[0].getsockname()[1]
         return port
 
-    @property
-    def connection_count(self) -> int:
-        return len(self._connections)
-
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = _Connection(self, next(self._ids), reader, writer)
         self._connections[conn.info.connection_id] = conn

@@ -71,9 +71,6 @@ class Reference:
     """Registered brokers (fenced or not) and the ranges their registration carries."""
 
 
-EMPTY_REFERENCE = Reference({}, {})
-
-
 @dataclass(slots=True)
 class FailStopDebt:
     """A live registered broker that must fail-stop because a level it cannot run committed."""

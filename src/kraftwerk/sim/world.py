@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kraftwerk.raft.log import ElectionState, MemoryQuorumStateStore, MemoryRaftLog, SnapshotId
+from kraftwerk.raft.log import MemoryQuorumStateStore, MemoryRaftLog, SnapshotId
 
 Action = Callable[[], None]
 
@@ -129,10 +129,6 @@ class Disk:
             self.torn_writes += 1
         self.lost_bytes += unflushed - keep
         self.image = log.durable_image(keep)
-
-    def election_state(self) -> ElectionState | None:
-        return self.quorum.read()
-
 
 def describe(value: Any) -> str:
     return repr(value)
