@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -199,17 +198,16 @@ def test_failed_verification_replaces_nothing(tmp_path: Path, monkeypatch: pytes
     d, old = _legacy_partition(tmp_path)
     import kraftwerk.storage.upconvert as mod
 
-    real = mod.iter_upconverted
+    real = mod.upconvert_batch
 
-    def lossy(data: object, **kw: object) -> Iterator[bytes]:
-        for out in real(data, **kw):  # type: ignore[arg-type]
-            batch = next(iter_batches(out))
-            rebuilt = RecordsBuilder(2, base_offset=batch.base_offset)
-            for r in batch.records():
-                rebuilt.append_with_offset(r.offset, r.timestamp, r.key, b"tampered")
-            yield rebuilt.build()
+    def lossy(old_batch: object) -> bytes:
+        batch = next(iter_batches(real(old_batch)))  # type: ignore[arg-type]
+        rebuilt = RecordsBuilder(2, base_offset=batch.base_offset)
+        for r in batch.records():
+            rebuilt.append_with_offset(r.offset, r.timestamp, r.key, b"tampered")
+        return rebuilt.build()
 
-    monkeypatch.setattr(mod, "iter_upconverted", lossy)
+    monkeypatch.setattr(mod, "upconvert_batch", lossy)
     outcomes = upconvert_partition(d, in_place=True)
     failed = [o for o in outcomes if o.status is Status.FAILED]
     assert len(failed) == 1 and "differs" in failed[0].message
@@ -242,3 +240,35 @@ def test_dry_run_reports_a_locked_dir_without_taking_locks(tmp_path: Path) -> No
     assert not (fleet.log_dirs[1] / ".lock").exists()
     assert {o.status for o in outcomes if o.log_dir == str(fleet.log_dirs[1])} <= {
         Status.WOULD_CONVERT, Status.UNCHANGED}
+
+
+def test_ledger_verification_catches_a_changed_v2_copy_and_a_missing_batch(tmp_path: Path) -> None:
+    from kraftwerk.storage.segment import SegmentReader
+    from kraftwerk.storage.upconvert import (
+        ConversionLedger,
+        VerificationError,
+        converted_chunks,
+        verify_with_ledger,
+    )
+    from tests.records.helpers import split_batches
+
+    d, _ = _legacy_partition(tmp_path)
+    old = d / "00000000000000000000.log"
+    extra = make_batches(2, base_offset=12)
+    old.write_bytes(old.read_bytes() + b"".join(extra))  # legacy batches followed by v2 batches
+    ledger = ConversionLedger()
+    with SegmentReader(old) as reader:
+        good = b"".join(converted_chunks(reader, ledger))
+    new = tmp_path / "new.log"
+    new.write_bytes(good)
+    assert verify_with_ledger(old, new, ledger) == 12 + 6
+    other = RecordsBuilder(2, base_offset=12)
+    for i in range(3):  # a valid v2 batch with the same offsets but other content
+        other.append(1_700_000_000_000 + i, b"k%d" % (12 + i), b"other")
+    batches = split_batches(good)
+    new.write_bytes(b"".join(batches[:-2]) + other.build() + batches[-1])
+    with pytest.raises(VerificationError):
+        verify_with_ledger(old, new, ledger)
+    new.write_bytes(b"".join(batches[:-1]))
+    with pytest.raises(VerificationError, match="missing"):
+        verify_with_ledger(old, new, ledger)

@@ -22,14 +22,16 @@ only read. Callers must hold the log dir's lock for in-place work (:func:`upconv
 from __future__ import annotations
 
 import enum
+import hashlib
 import itertools
 import logging
-from collections.abc import Callable, Iterator, Sequence
+import struct
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kraftwerk.records.batch import Record, RecordBatch, iter_spans
-from kraftwerk.records.convert import iter_upconverted
+from kraftwerk.records.batch import Record, RecordBatch, iter_batches, iter_spans
+from kraftwerk.records.convert import upconvert_batch
 from kraftwerk.records.errors import RecordsError
 from kraftwerk.records.types import MAGIC_V2, CompressionType
 from kraftwerk.storage.errors import LogDirLockedError, StorageError
@@ -129,21 +131,130 @@ def census(log_path: Path) -> SegmentCensus:
 
 #: converted batches are written in chunks of about this size (one write call per chunk)
 WRITE_CHUNK = 1024 * 1024
+_RECORD_HEAD = struct.Struct(">qqiii")
+_HEADER_HEAD = struct.Struct(">ii")
+_RAW_HEAD = struct.Struct(">bi")
 
 
-def converted_chunks(reader: SegmentReader) -> Iterator[bytes]:
+class _Digest:
+    """A running BLAKE2b over a segment's content as a consumer sees it: each v2 batch that is copied
+    as its raw bytes, each converted batch as its (offset, timestamp, key, value, headers) records."""
+
+    __slots__ = ("_h", "record_count")
+
+    def __init__(self) -> None:
+        self._h = hashlib.blake2b(digest_size=32)
+        self.record_count = 0
+
+    def raw(self, data: bytes | memoryview, records: int) -> None:
+        self._h.update(_RAW_HEAD.pack(2, len(data)))
+        self._h.update(data)
+        self.record_count += records
+
+    def records(self, records: Iterable[Record]) -> None:
+        """Digest records (one hash update per call: the per-record cost is a struct pack)."""
+        parts: list[bytes | memoryview] = []
+        add = parts.append
+        pack = _RECORD_HEAD.pack
+        n = 0
+        for offset, timestamp, key, value, headers in records:
+            add(pack(offset, timestamp, -1 if key is None else len(key), -1 if value is None else len(value),
+                     len(headers)))
+            if key:
+                add(key)
+            if value:
+                add(value)
+            for hkey, hvalue in headers:
+                kb = hkey.encode("utf-8")
+                add(_HEADER_HEAD.pack(len(kb), -1 if hvalue is None else len(hvalue)))
+                add(kb)
+                if hvalue:
+                    add(hvalue)
+            n += 1
+        self._h.update(b"".join(parts))
+        self.record_count += n
+
+    def digest(self) -> bytes:
+        return self._h.digest()
+
+
+class ConversionLedger:
+    """What the conversion read from the old segment, to verify the new one without decoding the old
+    one twice: the digest of its content and, per batch, one bit saying "copied v2" (memory: one bit
+    per batch)."""
+
+    def __init__(self) -> None:
+        self.digest = _Digest()
+        self.copied = bytearray()
+        self.batches = 0
+
+    def add(self, copied: bool) -> None:
+        if self.batches % 8 == 0:
+            self.copied.append(0)
+        if copied:
+            self.copied[-1] |= 1 << (self.batches % 8)
+        self.batches += 1
+
+    def was_copied(self, i: int) -> bool:
+        return bool(self.copied[i // 8] & (1 << (i % 8)))
+
+
+def converted_chunks(reader: SegmentReader, ledger: ConversionLedger | None = None) -> Iterator[bytes]:
     """The segment's batches as v2 bytes in ~1 MiB chunks (memory bounded by a chunk or a batch).
 
-    CRCs are not re-checked here: :func:`census` checked them and the verification reads both files.
+    Every old batch's CRC is checked (a bad one raises :class:`SourceCorruptError`); with a
+    ``ledger`` the old content is digested on the way for :func:`verify_with_ledger`.
     """
     buf = bytearray()
-    for chunk in iter_upconverted(reader.data, max_decompressed_size=reader.max_decompressed_size):
-        buf += chunk
+    for b in iter_batches(reader.data, max_decompressed_size=reader.max_decompressed_size):
+        if not b.is_valid:
+            raise SourceCorruptError(f"{reader.path}: batch at byte {b.position} has a bad CRC")
+        if b.magic >= MAGIC_V2:
+            out = bytes(b.raw)
+            if ledger is not None:
+                ledger.digest.raw(out, b.record_count)
+                ledger.add(True)
+        else:
+            try:
+                out = upconvert_batch(b)
+                if ledger is not None:
+                    ledger.digest.records(_legacy_view(b))
+                    ledger.add(False)
+            except RecordsError as exc:
+                raise SourceCorruptError(f"{reader.path}: {exc}") from exc
+        buf += out
         if len(buf) >= WRITE_CHUNK:
             yield bytes(buf)
             buf.clear()
     if buf:
         yield bytes(buf)
+
+
+def verify_with_ledger(old_path: Path, new_path: Path, ledger: ConversionLedger) -> int:
+    """Read ``new_path`` back (CRCs checked, magic 2 only) and compare its content with what the
+    conversion read from ``old_path``; on a difference, :func:`verify_converted` names where."""
+    digest = _Digest()
+    count = 0
+    try:
+        with SegmentReader(new_path) as new:
+            scanner = new.scanner(validate=True)
+            for b in scanner:
+                if b.magic != MAGIC_V2:
+                    raise VerificationError(f"{new_path}: batch at byte {b.position} has magic {b.magic}")
+                if count < ledger.batches and ledger.was_copied(count):
+                    digest.raw(b.raw, b.record_count)
+                else:
+                    digest.records(b.records())
+                count += 1
+            if scanner.tail is not None:
+                raise VerificationError(f"{new_path}: unreadable batch at byte {scanner.tail.position}: "
+                                        f"{scanner.tail.message}")
+    except RecordsError as exc:
+        raise VerificationError(f"verifying {new_path}: {exc}") from exc
+    if count != ledger.batches or digest.digest() != ledger.digest.digest():
+        verify_converted(old_path, new_path)  # names the first difference
+        raise VerificationError(f"{new_path} does not hold the records of {old_path}")
+    return digest.record_count
 
 
 def _legacy_view(b: RecordBatch) -> list[Record]:
@@ -286,9 +397,10 @@ def _convert_in_place(seg: Segment, hook: ReplaceHook | None) -> tuple[int, int]
     rep = SegmentReplacement(seg.directory, hook=hook)
     try:
         with SegmentReader(seg.log_path) as reader:
-            cleaned = rep.add_segment(seg.base_offset, converted_chunks(reader))
+            ledger = ConversionLedger()
+            cleaned = rep.add_segment(seg.base_offset, converted_chunks(reader, ledger))
         _copy_txn_index(seg, seg.txn_index_path.with_name(seg.txn_index_path.name + CLEANED_SUFFIX))
-        records = verify_converted(seg.log_path, cleaned)
+        records = verify_with_ledger(seg.log_path, cleaned, ledger)
         size = cleaned.stat().st_size
     except BaseException:
         rep.abort()
@@ -302,9 +414,10 @@ def _convert_to(seg: Segment, target_dir: Path) -> tuple[int, int]:
         target_dir.mkdir(parents=True, exist_ok=True)
     out = Segment(target_dir, seg.base_offset)
     with SegmentReader(seg.log_path) as reader:
-        atomic_write(out.log_path, converted_chunks(reader))
+        ledger = ConversionLedger()
+        atomic_write(out.log_path, converted_chunks(reader, ledger))
     try:
-        records = verify_converted(seg.log_path, out.log_path)
+        records = verify_with_ledger(seg.log_path, out.log_path, ledger)
     except UpconvertError:
         for p in out.paths():
             p.unlink(missing_ok=True)
@@ -433,4 +546,5 @@ __all__ = [
     "upconvert_log_dirs",
     "upconvert_partition",
     "verify_converted",
+    "verify_with_ledger",
 ]
