@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftwerk.cli.output import add_output_flag, print_json
+from kraftwerk.cli.storage_cmd import print_feature_dependencies, print_version_mapping
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.runtime.admin_client import (
@@ -31,7 +32,7 @@ from kraftwerk.storage.properties import parse_properties, properties_dict
 from kraftwerk.versions import metadata_version as mvs
 from kraftwerk.versions.errors import VersionError
 from kraftwerk.versions.features import PRODUCTION_FEATURES
-from kraftwerk.versions.mapping import feature_dependencies, parse_feature_spec, version_mapping
+from kraftwerk.versions.mapping import parse_feature_spec
 from kraftwerk.versions.metadata_version import MetadataVersion
 
 
@@ -398,22 +399,9 @@ def _check_offline_flags(args: argparse.Namespace) -> None:
 
 def _version_mapping(args: argparse.Namespace) -> int:
     _check_offline_flags(args)
-    mapping = version_mapping(args.release_version)
-    if args.output == "json":
-        print_json(mapping.to_json())
-    else:
-        for line in mapping.lines():
-            print(line)
-    return 0
+    return print_version_mapping(args)
 
 
 def _feature_dependencies(args: argparse.Namespace) -> int:
     _check_offline_flags(args)
-    specs: list[str] = args.feature
-    if args.output == "json":
-        print_json([feature_dependencies(spec).to_json() for spec in specs])
-        return 0
-    for spec in specs:
-        for line in feature_dependencies(spec).lines():
-            print(line)
-    return 0
+    return print_feature_dependencies(args)

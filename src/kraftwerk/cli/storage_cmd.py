@@ -45,10 +45,11 @@ def _add_version_mapping(commands: Any) -> None:
     sub.add_argument("--release-version", "-r", metavar="VERSION",
                      help=f"release version, e.g. 3.9 or 3.9-IV0 (default {mvs.LATEST_PRODUCTION})")
     add_output_flag(sub)
-    sub.set_defaults(func=_version_mapping)
+    sub.set_defaults(func=print_version_mapping)
 
 
-def _version_mapping(args: argparse.Namespace) -> int:
+def print_version_mapping(args: argparse.Namespace) -> int:
+    """``version-mapping`` (kafka-storage and kafka-features both have it)."""
     mapping = version_mapping(args.release_version)
     if args.output == "json":
         print_json(mapping.to_json())
@@ -68,10 +69,11 @@ def _add_feature_dependencies(commands: Any) -> None:
                      help="feature and level to look up, e.g. eligible.leader.replicas.version=1 "
                           "(repeatable)")
     add_output_flag(sub)
-    sub.set_defaults(func=_feature_dependencies)
+    sub.set_defaults(func=print_feature_dependencies)
 
 
-def _feature_dependencies(args: argparse.Namespace) -> int:
+def print_feature_dependencies(args: argparse.Namespace) -> int:
+    """``feature-dependencies`` (kafka-storage and kafka-features both have it)."""
     specs: list[str] = args.feature
     if args.output == "json":
         print_json([feature_dependencies(spec).to_json() for spec in specs])
