@@ -12,7 +12,9 @@ Protocol, each step made durable (fsync of files and of the directory) before th
 interrupted run: ``.deleted`` files go; ``.cleaned`` files go, and so does every ``.swap`` at or
 above the lowest ``.cleaned`` base offset (step 2 was interrupted: roll back); remaining ``.swap``
 logs replace the segments whose offsets they overlap and are renamed into place (step 3 or 4 was
-interrupted: roll forward); index ``.swap`` files are dropped and indexes rebuilt from the log.
+interrupted: roll forward); offset and time index ``.swap`` files are dropped and rebuilt from
+the log, while a transaction index ``.swap`` (which the log cannot rebuild) is renamed into place
+next to its log.
 A crash at any point therefore leaves the whole old or the whole new set of segments.
 
 Like Kafka, the roll-forward finds the old segments by offset overlap with the new ones, so new
@@ -233,10 +235,14 @@ def recover_replacements(directory: Path, *, index_interval_bytes: int = DEFAULT
         rolled_back.append(name)
     valid_logs: list[int] = []
     reindex: set[int] = set()
+    txn_swaps: list[int] = []
+    completed_txn: list[int] = []
     for base, suffix, name in swaps:
         if min_cleaned is not None and base >= min_cleaned:
             _delete(directory / name)  # step 2 was interrupted: this swap belongs to an unfinished set
             rolled_back.append(name)
+        elif suffix == TXN_INDEX_SUFFIX:
+            txn_swaps.append(base)  # cannot be rebuilt from the log: rolled forward below
         elif suffix != LOG_SUFFIX:
             _delete(directory / name)  # indexes are rebuilt from the log
             deleted.append(name)
@@ -259,6 +265,14 @@ def recover_replacements(directory: Path, *, index_interval_bytes: int = DEFAULT
         fsync_dir(directory)
         write_indexes(Segment(directory, base), index_interval_bytes)
         log.warning("%s: completed an interrupted segment swap at base offset %d", directory, base)
+    for base in txn_swaps:
+        swap_path = directory / (file_name(base, TXN_INDEX_SUFFIX) + SWAP_SUFFIX)
+        if (directory / file_name(base, LOG_SUFFIX)).exists():
+            _rename(swap_path, directory / file_name(base, TXN_INDEX_SUFFIX))
+            completed_txn.append(base)
+        else:
+            _delete(swap_path)
+            deleted.append(swap_path.name)
     # index files whose log is gone (a crash while renaming an old segment to .deleted), as
     # Kafka's LogLoader deletes orphaned index files
     with translate_os_errors(directory, "list"):
@@ -273,7 +287,7 @@ def recover_replacements(directory: Path, *, index_interval_bytes: int = DEFAULT
         seg = Segment(directory, base)
         if seg.log_path.exists():
             write_indexes(seg, index_interval_bytes)
-    if deleted or rolled_back or valid_logs:
+    if deleted or rolled_back or valid_logs or completed_txn:
         fsync_dir(directory)
         log.info("%s: replacement recovery removed %s, rolled back %s, completed %s",
                  directory, deleted, rolled_back, valid_logs)
