@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on the embedded default: set up, then bring up a local cluster of real processes
-# (3 controllers + 3 brokers on loopback), show its status and finalized features, and stop it.
+# (3 controllers + 3 brokers on loopback), show its status and finalized features, scan its log dirs
+# with the Spark pipeline on local[*], and stop it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -22,3 +23,6 @@ kraftwerk cluster status --dir "$DIR"
 echo
 echo "\$ kraftwerk features --bootstrap-server $BOOTSTRAP describe"
 kraftwerk features --bootstrap-server "$BOOTSTRAP" describe
+echo
+echo "\$ kraftwerk pipeline scan --log-dirs $DIR/node-*/data --out $DIR/scan    # Spark, local[*]"
+kraftwerk pipeline scan --log-dirs "$DIR"/node-*/data --out "$DIR/scan"
