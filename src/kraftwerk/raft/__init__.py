@@ -12,6 +12,9 @@ A host (``kraftwerk.runtime`` over TCP, ``kraftwerk.sim`` under a virtual clock)
   watermark passes it (``node.high_watermark``)
 - committed output: ``node.drain_committed() -> list[CommittedBatch | SnapshotLoad]``
 - snapshots of the state machine: ``node.create_snapshot(end_offset, records, now_ms)``
+- kraft.version (KIP-853): ``node.kraft_version`` / ``node.kraft_version_at(offset)`` from the
+  KRaftVersionRecords in the log and snapshot; ``node.upgrade_kraft_version(level, now_ms,
+  validate_only)`` (leader) writes the 0 -> 1 control batch
 
 Every call returns (or accumulates, see :meth:`RaftNode.take_effects`) effects:
 :class:`SendRequest` / :class:`SendResponse` with codec dict bodies (camelCase keys) to encode at
@@ -46,6 +49,7 @@ from kraftwerk.raft.types import (
     CommittedBatch,
     Effect,
     InvalidSnapshotError,
+    KRaftVersionError,
     NotLeaderError,
     QuorumInfo,
     RaftConfig,
@@ -56,6 +60,7 @@ from kraftwerk.raft.types import (
     SendRequest,
     SendResponse,
     SnapshotLoad,
+    VoterEndpoint,
 )
 
 __all__ = [
@@ -76,6 +81,7 @@ __all__ = [
     "ElectionState",
     "EpochCache",
     "InvalidSnapshotError",
+    "KRaftVersionError",
     "LogBatchInfo",
     "MemoryQuorumStateStore",
     "MemoryRaftLog",
@@ -94,4 +100,5 @@ __all__ = [
     "SendResponse",
     "SnapshotId",
     "SnapshotLoad",
+    "VoterEndpoint",
 ]

@@ -14,17 +14,22 @@ from __future__ import annotations
 
 import logging
 import random
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.control_records import (
+    KRAFT_VERSION_RECORD,
     LEADER_CHANGE_MESSAGE,
     SNAPSHOT_HEADER_RECORD,
+    VOTERS_RECORD,
     ControlRecordType,
+    parse_control_key,
 )
 from kraftwerk.protocol.error_codes import Errors
+from kraftwerk.protocol.errors import ProtocolError
 from kraftwerk.raft.log import ElectionState, QuorumStateStore, RaftLog, SnapshotId, scan_batch_infos
 from kraftwerk.raft.types import (
     API_BEGIN_QUORUM_EPOCH,
@@ -42,6 +47,7 @@ from kraftwerk.raft.types import (
     CommittedBatch,
     Effect,
     InvalidSnapshotError,
+    KRaftVersionError,
     NotLeaderError,
     QuorumInfo,
     RaftConfig,
@@ -67,6 +73,26 @@ _SNAPSHOT_NOT_FOUND = Errors.SNAPSHOT_NOT_FOUND.value.code
 _POSITION_OUT_OF_RANGE = Errors.POSITION_OUT_OF_RANGE.value.code
 _INVALID_REQUEST = Errors.INVALID_REQUEST.value.code
 _INCONSISTENT_CLUSTER = Errors.INCONSISTENT_CLUSTER_ID.value.code
+_KRAFT_VERSION = "kraft.version"
+#: Kafka's Uuid.ZERO_UUID: the directory id a VotersRecord holds for a voter whose id is unknown.
+_ZERO_UUID = uuid.UUID(int=0)
+
+
+def _kraft_controls(raw: bytes) -> list[tuple[int, ControlRecordType, bytes]]:
+    """The KRaftVersion and KRaftVoters records of the control batches in ``raw``: (offset of the
+    record, type, value). Data batches are skipped without decoding their records."""
+    out: list[tuple[int, ControlRecordType, bytes]] = []
+    for batch in iter_batches(raw):
+        if not batch.is_control:
+            continue
+        for rec in batch.records():
+            try:
+                rtype, _code = parse_control_key(None if rec.key is None else bytes(rec.key))
+            except ProtocolError:
+                continue
+            if rtype in (ControlRecordType.KRAFT_VERSION, ControlRecordType.KRAFT_VOTERS) and rec.value:
+                out.append((rec.offset, rtype, bytes(rec.value)))
+    return out
 
 
 @dataclass(slots=True)
@@ -137,6 +163,11 @@ class RaftNode:
         self._download: tuple[SnapshotId, bytearray, int] | None = None  # id, bytes so far, size
         self._last_fetch_ok_ms: int | None = None
         self._abandoned_leader: int | None = None
+        # KIP-853 control state: (offset of the record, value) in log order; the entries of a
+        # snapshot's header sit at its end offset - 1 (Kafka's KRaftControlRecordStateMachine)
+        self._kraft_history: list[tuple[int, int]] = []
+        self._voters_history: list[tuple[int, Body]] = []
+        self._rebuild_kraft_state()
         # committed delivery
         snap = log.latest_snapshot()
         self._applied = log.start_offset
@@ -173,6 +204,29 @@ class RaftNode:
     def high_watermark(self) -> int | None:
         """The committed end offset this node knows (None until it learns one after a start)."""
         return self._hw
+
+    @property
+    def kraft_version(self) -> int:
+        """The latest kraft.version in this replica's log (Kafka's ``lastKraftVersion``): on the
+        leader it includes an upgrade not committed yet, on a follower what it has replicated."""
+        return self._kraft_history[-1][1] if self._kraft_history else 0
+
+    def kraft_version_at(self, offset: int) -> int:
+        """The kraft.version in force for the log below ``offset`` (e.g. the high watermark)."""
+        level = 0
+        for at, value in self._kraft_history:
+            if at >= offset:
+                break
+            level = value
+        return level
+
+    def _voters_at(self, offset: int) -> Body | None:
+        found: Body | None = None
+        for at, value in self._voters_history:
+            if at >= offset:
+                break
+            found = value
+        return found
 
     @property
     def epoch_start_offset(self) -> int:
@@ -289,6 +343,118 @@ class RaftNode:
             self._flush_at = now_ms + self.config.append_linger_ms
         return self.log.end_offset - 1
 
+    def upgrade_kraft_version(self, level: int, now_ms: int, validate_only: bool = False) -> bool:
+        """Raise kraft.version to ``level`` (KIP-853, Kafka's ``RaftClient.upgradeKRaftVersion``).
+
+        Leader only. The same level is a no-op (False), a lower one or one outside
+        ``config.kraft_version_range`` is refused with :class:`KRaftVersionError`. 0 -> 1 appends one
+        control batch holding a KRaftVersionRecord and a VotersRecord of the static voters (their
+        endpoints from the config, directory ids unknown, so Kafka's zero uuid); it commits like any
+        append. ``validate_only`` runs the checks and writes nothing. True when it (would) write.
+        """
+        if self._role is not Role.LEADER:
+            raise NotLeaderError(
+                f"Upgrade kraft version failed because node {self.node_id} is not the leader "
+                f"(role {self._role.value}, epoch {self._epoch}, leader {self._leader_id})",
+                self._leader_id,
+                self._epoch,
+            )
+        current = self.kraft_version
+        if level == current:
+            return False
+        if level < current:
+            raise KRaftVersionError(
+                f"Invalid upgrade of {_KRAFT_VERSION} from version {current} to {level} "
+                "because the new version is a downgrade"
+            )
+        low, high = self.config.kraft_version_range
+        if current != 0 or level != 1 or not low <= level <= high:
+            raise KRaftVersionError(f"Invalid upgrade of {_KRAFT_VERSION} from version {current} to {level}")
+        if validate_only:
+            return True
+        voters = self._static_voters_value(low, high)
+        builder = RecordsBuilder(
+            base_offset=self.log.end_offset, is_control=True, partition_leader_epoch=self._epoch
+        )
+        builder.append_control_record(
+            now_ms,
+            ControlRecordType.KRAFT_VERSION,
+            codec.encode(KRAFT_VERSION_RECORD, 0, {"version": 0, "kRaftVersion": level}),
+        )
+        builder.append_control_record(
+            now_ms, ControlRecordType.KRAFT_VOTERS, codec.encode(VOTERS_RECORD, 0, voters)
+        )
+        base = self.log.end_offset
+        self.log.append(builder.build())
+        self._kraft_history.append((base, level))
+        self._voters_history.append((base + 1, voters))
+        if not self._needs_flush:
+            self._needs_flush = True
+            self._flush_at = now_ms + self.config.append_linger_ms
+        log.info("node %d appended kraft.version %d at offset %d", self.node_id, level, base)
+        return True
+
+    def _static_voters_value(self, low: int, high: int) -> Body:
+        """The VotersRecord value of the configured voters (Kafka's ``VoterSet.toVotersRecord``)."""
+        endpoints: dict[int, list[Body]] = {}
+        for e in self.config.voter_endpoints:
+            endpoints.setdefault(e.voter_id, []).append({"name": e.name, "host": e.host, "port": e.port})
+        return {
+            "version": 0,
+            "voters": [
+                {
+                    "voterId": v,
+                    "voterDirectoryId": _ZERO_UUID,
+                    "endpoints": endpoints.get(v, []),
+                    "kRaftVersionFeature": {"minSupportedVersion": low, "maxSupportedVersion": high},
+                }
+                for v in self.config.voters
+            ],
+        }
+
+    def _track_controls(self, raw: bytes) -> None:
+        """Record the KRaftVersion/KRaftVoters records of batches just added to the log."""
+        try:
+            controls = _kraft_controls(raw)
+        except RecordsError as exc:
+            raise RaftStateError(f"node {self.node_id}: corrupt control batch: {exc}") from None
+        for offset, rtype, value in controls:
+            if rtype is ControlRecordType.KRAFT_VERSION:
+                level = int(codec.decode(KRAFT_VERSION_RECORD, 0, value)["kRaftVersion"])
+                self._kraft_history.append((offset, level))
+            else:
+                self._voters_history.append((offset, dict(codec.decode(VOTERS_RECORD, 0, value))))
+
+    def _rebuild_kraft_state(self) -> None:
+        """Read the control state from the latest snapshot and the log after it (start-up, a
+        downloaded snapshot): it persists across restarts through the log."""
+        self._kraft_history = []
+        self._voters_history = []
+        start = self.log.start_offset
+        snap = self.log.latest_snapshot()
+        if snap is not None and snap.end_offset >= start:
+            raw = self.log.read_snapshot(snap, 0, self.log.snapshot_size(snap) or 0)
+            try:
+                controls = _kraft_controls(raw)
+            except RecordsError as exc:
+                raise RaftStateError(f"snapshot {snap.file_name} is corrupt: {exc}") from None
+            for _offset, rtype, value in controls:
+                if rtype is ControlRecordType.KRAFT_VERSION:
+                    level = int(codec.decode(KRAFT_VERSION_RECORD, 0, value)["kRaftVersion"])
+                    self._kraft_history.append((snap.end_offset - 1, level))
+                else:
+                    voters = dict(codec.decode(VOTERS_RECORD, 0, value))
+                    self._voters_history.append((snap.end_offset - 1, voters))
+            start = snap.end_offset
+        if start < self.log.end_offset:
+            for _info, raw in self.log.batches(start, self.log.end_offset):
+                self._track_controls(raw)
+
+    def _forget_controls_from(self, offset: int) -> None:
+        """The log was truncated to ``offset``: its control records there are gone."""
+        self._kraft_history = [e for e in self._kraft_history if e[0] < offset]
+        self._voters_history = [e for e in self._voters_history if e[0] < offset]
+
     def drain_committed(self) -> list[Committed]:
         """Committed batches (and snapshot loads) not handed out yet, in log order."""
         self._deliver_committed()
@@ -318,11 +484,15 @@ class RaftNode:
         info, raw = found[-1]
         last_time = max((b.max_timestamp for b in iter_batches(raw)), default=0)
         sid = SnapshotId(end_offset, info.epoch)
+        # Kafka's snapshot header batch carries the kraft.version and voters when kraft.version >= 1
+        kraft_level = self.kraft_version_at(end_offset)
         data = b"".join(
             snapshot_file_batches(
                 [tuple(records)] if records else [],
                 epoch=info.epoch,
                 last_contained_log_timestamp=last_time,
+                kraft_version=kraft_level,
+                voters=self._voters_at(end_offset) if kraft_level > 0 else None,
                 clock=lambda: now_ms,
             )
         )
@@ -1263,6 +1433,7 @@ class RaftNode:
             "node %d truncates to %d (diverging epoch %d end %d)", self.node_id, target, epoch, end_offset
         )
         self.log.truncate_to(target)
+        self._forget_controls_from(target)
 
     def _append_as_follower(self, data: bytes) -> None:
         infos, _valid = scan_batch_infos(data)
@@ -1271,7 +1442,9 @@ class RaftNode:
                 continue  # already have it (cannot happen with one fetch in flight, but harmless)
             if info.base_offset > self.log.end_offset:
                 break
-            self.log.append(data[info.position : info.position + info.size])
+            batch = data[info.position : info.position + info.size]
+            self.log.append(batch)
+            self._track_controls(batch)
         self.log.flush()  # voters flush before fetching again: their fetch offset acknowledges
 
     def _update_follower_hw(self, leader_hw: int) -> None:
@@ -1320,6 +1493,7 @@ class RaftNode:
             return
         self.log.write_snapshot(sid, data)
         self.log.reset_to_snapshot(sid)
+        self._rebuild_kraft_state()
         if self._hw is None or self._hw < sid.end_offset:
             self._hw = sid.end_offset
         self._committed = []  # anything undrained is older than the snapshot

@@ -65,6 +65,21 @@ class RaftStateError(RaftError):
     """A safety check failed (truncation below the high watermark, a corrupt log): fail-stop."""
 
 
+class KRaftVersionError(RaftError):
+    """``upgrade_kraft_version`` refused the level (Kafka's InvalidUpdateVersionException)."""
+
+
+@dataclass(frozen=True, slots=True)
+class VoterEndpoint:
+    """One listener of a voter, as a VotersRecord names it (``controller.quorum.voters`` host/port
+    under the first ``controller.listener.names``)."""
+
+    voter_id: int
+    name: str
+    host: str
+    port: int
+
+
 class Role(enum.Enum):
     """Kafka's EpochState kinds (KIP-595 + KIP-996 Prospective)."""
 
@@ -102,6 +117,10 @@ class RaftConfig:
     append_linger_ms: int = 25
     #: Delete log batches below the latest snapshot once one exists (log cleaning).
     clean_log_behind_snapshot: bool = True
+    #: The voters' endpoints, written into the VotersRecord of a kraft.version 0 -> 1 upgrade.
+    voter_endpoints: tuple[VoterEndpoint, ...] = ()
+    #: The kraft.version levels this software supports (the VotersRecord's KRaftVersionFeature).
+    kraft_version_range: tuple[int, int] = (0, 1)
 
     def __post_init__(self) -> None:
         if not self.voters:
