@@ -94,3 +94,85 @@ def test_single_message_fast_path_equals_builder_path() -> None:
             out = bytearray(b"prefix")
             assert upconvert_into(out, data + data[:20]) == 3  # the partial tail is skipped
             assert out == b"prefix" + b"".join(slow)
+
+
+def _wrapper(magic: int, codec: CompressionType, inner: list[bytes], *, last_offset: int,
+             attrs_extra: int = 0, timestamp: int = 5000) -> bytes:
+    """A hand-made v0/v1 wrapper over already encoded inner log entries (offset, size, message)."""
+    from kraftwerk.records import compress, encode_legacy_message
+
+    payload = compress(codec, b"".join(inner), magic=magic)
+    msg = encode_legacy_message(magic, int(codec) | attrs_extra, timestamp, None, payload)
+    return last_offset.to_bytes(8, "big", signed=True) + len(msg).to_bytes(4, "big") + msg
+
+
+def _entry(offset: int, magic: int, timestamp: int, key: bytes | None, value: bytes | None,
+           attrs: int = 0) -> bytes:
+    from kraftwerk.records import encode_legacy_message
+
+    msg = encode_legacy_message(magic, attrs, timestamp, key, value)
+    return offset.to_bytes(8, "big", signed=True) + len(msg).to_bytes(4, "big") + msg
+
+
+@pytest.mark.parametrize("codec", [CompressionType.GZIP, CompressionType.SNAPPY, CompressionType.LZ4])
+def test_wrapper_fast_path_equals_builder_path_and_digests_what_a_consumer_reads(
+        codec: CompressionType) -> None:
+    from kraftwerk.records.convert import _upconvert_general, upconvert_legacy
+    from kraftwerk.records.digest import ContentDigest
+
+    cases = []
+    for magic in (0, 1):
+        for ts_type in (TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME):
+            rows = [(100 + i, 1_700_000_000_000 - i * 7, None if i == 3 else b"k%d" % i,
+                     None if i == 5 else b"v" * i, ()) for i in range(12)]
+            cases.append(build_records(rows, magic=magic, compression=codec, timestamp_type=ts_type,
+                                       log_append_time=4242))
+    inner_v1 = [_entry(i, 1, 10 + i, b"k", b"v%d" % i) for i in range(3)]
+    cases += [
+        _wrapper(1, codec, inner_v1, last_offset=0),  # librdkafka's wrapper offset 0
+        _wrapper(1, codec, inner_v1, last_offset=50, attrs_extra=0x08),  # log-append time
+        _wrapper(0, codec, [_entry(7, 0, -1, b"a", b"b"), _entry(9, 1, 33, None, b"c")], last_offset=9),
+        _wrapper(1, codec, [*inner_v1, _entry(3, 1, 1, b"x", b"y")[:-2]], last_offset=40),  # partial tail
+        _wrapper(1, codec, [_entry(0, 1, -1, b"k", b"v"), _entry(1, 1, 2**40, b"k", None)], last_offset=8),
+    ]
+    for data in cases:
+        mv = memoryview(data)
+        (batch,) = iter_batches(data, validate=True)
+        digest, expected = ContentDigest(), ContentDigest()
+        fast = upconvert_legacy(mv, 0, len(data), data[16], digest)
+        assert fast == _upconvert_general(batch) == upconvert_batch(batch)
+        expected.records(batch.records())
+        assert digest.digest() == expected.digest() and digest.record_count == expected.record_count
+
+
+@pytest.mark.parametrize("inner", [
+    [_entry(5, 1, 1, b"k", b"v"), _entry(5, 1, 1, b"k", b"v")],  # offsets must increase
+    [_entry(0, 1, -7, b"k", b"v")],  # invalid negative timestamp
+    [_entry(0, 1, 1, b"k", b"v", attrs=1)],  # compressed inner message
+    [_entry(0, 2, 1, b"k", b"v")],  # inner magic 2
+    [],  # no inner message
+])
+def test_wrapper_fast_path_defers_unusual_wrappers_to_the_builder_path(inner: list[bytes]) -> None:
+    from kraftwerk.records import RecordsError
+    from kraftwerk.records.convert import _upconvert_general, upconvert_legacy
+
+    data = _wrapper(1, CompressionType.GZIP, inner, last_offset=30)
+    (batch,) = iter_batches(data, validate=True)
+    with pytest.raises(RecordsError) as slow:
+        _upconvert_general(batch)
+    with pytest.raises(type(slow.value), match=str(slow.value).split(" (")[0][:30]):
+        upconvert_legacy(memoryview(data), 0, len(data), 1)
+
+
+def test_upconvert_legacy_checks_the_crc() -> None:
+    from kraftwerk.records import CorruptRecordError
+    from kraftwerk.records.convert import upconvert_legacy
+
+    for codec in (CompressionType.NONE, CompressionType.GZIP):
+        data = bytearray(build_records(ROWS, magic=1, compression=codec))
+        size = int.from_bytes(data[8:12], "big") + 12
+        data[size - 1] ^= 1  # the first batch's last byte
+        with pytest.raises(CorruptRecordError, match="is corrupt"):
+            upconvert_legacy(memoryview(data), 0, size, 1)
+        if codec is CompressionType.NONE:
+            upconvert_legacy(memoryview(data), 0, size, 1, check_crc=False)

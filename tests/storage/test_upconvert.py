@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -191,25 +192,50 @@ def test_locked_missing_and_corrupt_are_reported_not_fatal(tmp_path: Path) -> No
     assert census(seg).problem is None  # framing is intact: the CRC check during verification found it
 
 
-def test_failed_verification_replaces_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("victim", ["single", "wrapper"])
+def test_failed_verification_replaces_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              victim: str) -> None:
+    """A conversion bug in either hot path (one message, a compressed wrapper) is caught: the
+    ledger holds what was read from the old batch, the read-back decodes what was written."""
     d, old = _legacy_partition(tmp_path)
     import kraftwerk.storage.upconvert as mod
 
-    real = mod.upconvert_batch
+    real = mod.upconvert_legacy
 
-    def lossy(old_batch: object) -> bytes:
-        batch = next(iter_batches(real(old_batch)))  # type: ignore[arg-type]
-        rebuilt = RecordsBuilder(2, base_offset=batch.base_offset)
+    def lossy(mv: memoryview, pos: int, size: int, magic: int, *args: object, **kwargs: object) -> bytes:
+        out = real(mv, pos, size, magic, *args, **kwargs)  # type: ignore[arg-type]
+        batch = next(iter_batches(out))
+        if (batch.compression is CompressionType.NONE) != (victim == "single"):
+            return out
+        rebuilt = RecordsBuilder(2, batch.compression, base_offset=batch.base_offset)
         for r in batch.records():
             rebuilt.append_with_offset(r.offset, r.timestamp, r.key, b"tampered")
         return rebuilt.build()
 
-    monkeypatch.setattr(mod, "upconvert_batch", lossy)
+    monkeypatch.setattr(mod, "upconvert_legacy", lossy)
     outcomes = upconvert_partition(d, in_place=True)
     failed = [o for o in outcomes if o.status is Status.FAILED]
     assert len(failed) == 1 and "differs" in failed[0].message
     assert (d / "00000000000000000000.log").read_bytes() == old
     assert not [p for p in d.iterdir() if p.name.endswith((".cleaned", ".swap", ".deleted"))]
+
+
+def test_a_bit_flip_in_the_written_segment_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d, old = _legacy_partition(tmp_path)
+    import kraftwerk.storage.upconvert as mod
+
+    real = mod.converted_chunks
+
+    def flipping(reader: object, ledger: object = None) -> Iterator[bytes]:
+        for chunk in real(reader, ledger):  # type: ignore[arg-type]
+            data = bytearray(chunk)
+            data[len(data) // 2] ^= 0x01
+            yield bytes(data)
+
+    monkeypatch.setattr(mod, "converted_chunks", flipping)
+    outcomes = upconvert_partition(d, in_place=True)
+    assert [o.status for o in outcomes] == [Status.FAILED, Status.UNCHANGED]
+    assert (d / "00000000000000000000.log").read_bytes() == old
 
 
 def test_golden_legacy_segments_convert(tmp_path: Path) -> None:

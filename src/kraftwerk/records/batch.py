@@ -590,7 +590,7 @@ def _as_view(data: Buffer) -> memoryview:
     return mv
 
 
-def legacy_layout(mv: memoryview, pos: int, size: int, magic: int, where: int | None = None) -> LegacyLayout:
+def legacy_layout(mv: Buffer, pos: int, size: int, magic: int, where: int | None = None) -> LegacyLayout:
     """Parse and bounds-check the shallow v0/v1 message at ``pos`` (``size`` includes the log overhead).
 
     The one place the legacy framing rules live: minimum size, codec id, key and value lengths

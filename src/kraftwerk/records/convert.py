@@ -11,11 +11,14 @@ expressed before v2, batches already at or below the target pass through unchang
 
 from __future__ import annotations
 
+import struct
+import zlib
 from collections.abc import Iterator
 
 from crc32c import crc32c
 
 from kraftwerk.records.batch import (
+    _CODECS,
     Buffer,
     LegacyLayout,
     RecordBatch,
@@ -25,8 +28,17 @@ from kraftwerk.records.batch import (
     iter_spans,
     legacy_layout,
 )
-from kraftwerk.records.builder import V2_HEAD, V2_TAIL, RecordsBuilder, small_varint
-from kraftwerk.records.errors import ConversionError
+from kraftwerk.records.builder import (
+    V2_HEAD,
+    V2_TAIL,
+    RecordsBuilder,
+    encode_v2_record,
+    join_v2_batch,
+    small_varint,
+)
+from kraftwerk.records.compression import compress, decompress
+from kraftwerk.records.digest import RECORD_HEAD, ContentDigest
+from kraftwerk.records.errors import ConversionError, CorruptRecordError, RecordsError
 from kraftwerk.records.types import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     MAGIC_V1,
@@ -42,6 +54,9 @@ from kraftwerk.records.types import (
 
 _RECORD_FIXED = b"\x00\x00\x00"  # attributes, timestamp delta 0, offset delta 0
 _NO_HEADERS = b"\x00"
+_LOG_HEADER = struct.Struct(">qi")
+_LEGACY_CRC_START = 16  # CRC-32 covers magic .. end of message
+_INT32_MAX = 0x7FFFFFFF
 
 
 def upconvert_batch(batch: RecordBatch) -> bytes:
@@ -80,6 +95,126 @@ def _upconvert_single(mv: memoryview, layout: LegacyLayout, magic: int) -> bytes
     return head + covered
 
 
+def upconvert_legacy(mv: memoryview, pos: int, size: int, magic: int, digest: ContentDigest | None = None, *,
+                     check_crc: bool = True,
+                     max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+    """The v2 form of the v0/v1 batch ``mv[pos:pos + size]`` (``size`` includes the log overhead).
+
+    The up-conversion hot path: no batch object, the message framed once. ``check_crc`` checks the
+    stored CRC-32 first (``CorruptRecordError`` naming ``pos``); a ``digest`` receives what a consumer
+    reads from the old batch, for verifying the new one. A compressed wrapper is decompressed once
+    (bounded) and its inner messages are framed directly; any unusual wrapper (null value, inner
+    compression or magic, offsets Kafka's builder would reject) takes the batch-object path, which
+    raises Kafka's errors.
+    """
+    layout = legacy_layout(mv, pos, size, magic)
+    if check_crc:
+        computed = zlib.crc32(mv[pos + _LEGACY_CRC_START:pos + size])
+        if computed != layout[1]:
+            raise CorruptRecordError(
+                f"Record is corrupt (stored crc = {layout[1]}, computed crc = {computed})", pos)
+    if layout[2] & 0x07:
+        out = _upconvert_wrapper(mv, pos, magic, layout, digest, max_decompressed_size)
+        if out is not None:
+            return out
+        batch = _new_batch(mv, pos, size, magic, max_decompressed_size)
+        out = _upconvert_general(batch)
+        if digest is not None:
+            digest.records(batch.records())
+        return out
+    if digest is not None:
+        offset, _, _, ts, key_at, key_len, value_at, value_len = layout
+        digest.record(offset, ts, None if key_len < 0 else mv[key_at + 4:key_at + 4 + key_len],
+                      None if value_len < 0 else mv[value_at + 4:value_at + 4 + value_len])
+    return _upconvert_single(mv, layout, magic)
+
+
+def _upconvert_wrapper(mv: memoryview, pos: int, magic: int, layout: LegacyLayout,
+                       digest: ContentDigest | None, max_decompressed_size: int) -> bytes | None:
+    """A compressed v0/v1 wrapper as one v2 batch, or None when the batch-object path must decide.
+
+    The same result as :func:`_upconvert_general` (Kafka's rules as in ``RecordBatch.messages``): inner
+    v1 offsets are relative to the wrapper's (its last), inner v1 messages of a LOG_APPEND_TIME
+    wrapper take its timestamp, inner v0 messages have none; a partial inner message ends the set.
+    """
+    last_offset, _, attrs, wrapper_ts, _, _, value_at, value_len = layout
+    if value_len < 0:
+        return None
+    codec = _CODECS[attrs & 0x07]
+    try:
+        data = decompress(codec, mv[value_at + 4:value_at + 4 + value_len], magic=magic,
+                          max_size=max_decompressed_size)
+    except RecordsError:
+        return None
+    lat = magic == MAGIC_V1 and attrs & 0x08
+    unpack = _LOG_HEADER.unpack_from
+    offsets: list[int] = []
+    stamps: list[int] = []
+    keys: list[bytes | None] = []
+    values: list[bytes | None] = []
+    n = len(data)
+    p = 0
+    try:
+        while n - p >= 12:
+            stored, msg_size = unpack(data, p)
+            end = p + 12 + msg_size
+            if msg_size < 14:
+                return None
+            if end > n:
+                break
+            inner_magic = data[p + 16]
+            if inner_magic > MAGIC_V1:
+                return None
+            _, _, inner_attrs, ts, key_at, key_len, v_at, v_len = legacy_layout(data, p, end - p, inner_magic)
+            if inner_attrs & 0x07:
+                return None
+            offsets.append(stored)
+            stamps.append((wrapper_ts if lat else ts) if inner_magic == MAGIC_V1 else NO_TIMESTAMP)
+            keys.append(None if key_len < 0 else data[key_at + 4:key_at + 4 + key_len])
+            values.append(None if v_len < 0 else data[v_at + 4:v_at + 4 + v_len])
+            p = end
+    except RecordsError:
+        return None
+    if not offsets:
+        return None
+    if magic == MAGIC_V1:
+        if last_offset == 0:
+            shift = 0  # some librdkafka versions wrote wrapper offset 0
+        elif last_offset < offsets[-1]:
+            return None
+        else:
+            shift = last_offset - offsets[-1]
+        if shift:
+            offsets = [o + shift for o in offsets]
+    base = offsets[0]
+    base_ts = stamps[0]
+    prev = base - 1
+    for o, t in zip(offsets, stamps, strict=True):
+        if o <= prev or t < NO_TIMESTAMP:
+            return None
+        prev = o
+    if prev - base > _INT32_MAX:
+        return None
+    records = [encode_v2_record(o - base, t - base_ts, k, v)
+               for o, t, k, v in zip(offsets, stamps, keys, values, strict=True)]
+    if digest is not None:
+        pack = RECORD_HEAD.pack
+        parts: list[Buffer] = []
+        add = parts.append
+        for o, t, k, v in zip(offsets, stamps, keys, values, strict=True):
+            add(pack(o, t, -1 if k is None else len(k), -1 if v is None else len(v), 0))
+            if k:
+                add(k)
+            if v:
+                add(v)
+        digest.parts(parts, len(offsets))
+    payload = compress(codec, b"".join(records), magic=MAGIC_V2)
+    max_ts = wrapper_ts if lat else max(NO_TIMESTAMP, max(stamps))
+    return join_v2_batch((payload,), base, NO_PARTITION_LEADER_EPOCH, int(codec) | (0x08 if lat else 0),
+                         prev - base, base_ts, max_ts, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE,
+                         len(records))
+
+
 def _upconvert_general(batch: RecordBatch) -> bytes:
     """Kafka's buildRetainedRecordsInto with CURRENT_MAGIC through the builder."""
     ts_type = batch.timestamp_type
@@ -109,12 +244,9 @@ def iter_upconverted(data: Buffer, start: int = 0, end: int | None = None, *,
     for pos, size, magic in iter_spans(mv, start, end):
         if magic >= MAGIC_V2:
             yield bytes(mv[pos:pos + size])
-            continue
-        layout = legacy_layout(mv, pos, size, magic)
-        if layout[2] & 0x07:
-            yield _upconvert_general(_new_batch(mv, pos, size, magic, max_decompressed_size))
         else:
-            yield _upconvert_single(mv, layout, magic)
+            yield upconvert_legacy(mv, pos, size, magic, check_crc=False,
+                                   max_decompressed_size=max_decompressed_size)
 
 
 def upconvert(data: Buffer, start: int = 0, end: int | None = None, *,

@@ -25,18 +25,20 @@ only read. Callers must hold the log dir's lock for in-place work (:func:`upconv
 from __future__ import annotations
 
 import enum
-import hashlib
 import itertools
 import logging
 import struct
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kraftwerk.records.batch import Record, RecordBatch, iter_batches, iter_spans
-from kraftwerk.records.convert import upconvert_batch
+from crc32c import crc32c
+
+from kraftwerk.records.batch import Record, RecordBatch, iter_spans
+from kraftwerk.records.convert import upconvert_legacy
+from kraftwerk.records.digest import ContentDigest, digest_v2_batches
 from kraftwerk.records.errors import RecordsError
-from kraftwerk.records.types import MAGIC_V2, CompressionType
+from kraftwerk.records.types import MAGIC_V2, RECORD_BATCH_OVERHEAD, CompressionType
 from kraftwerk.storage.errors import LogDirLockedError, StorageError
 from kraftwerk.storage.fileio import atomic_write, translate_os_errors
 from kraftwerk.storage.lock import LogDirLock, lock_holder
@@ -134,51 +136,8 @@ def census(log_path: Path) -> SegmentCensus:
 
 #: converted batches are written in chunks of about this size (one write call per chunk)
 WRITE_CHUNK = 1024 * 1024
-_RECORD_HEAD = struct.Struct(">qqiii")
-_HEADER_HEAD = struct.Struct(">ii")
-_RAW_HEAD = struct.Struct(">bi")
-
-
-class _Digest:
-    """A running BLAKE2b over a segment's content as a consumer sees it: each v2 batch that is copied
-    as its raw bytes, each converted batch as its (offset, timestamp, key, value, headers) records."""
-
-    __slots__ = ("_h", "record_count")
-
-    def __init__(self) -> None:
-        self._h = hashlib.blake2b(digest_size=32)
-        self.record_count = 0
-
-    def raw(self, data: bytes | memoryview, records: int) -> None:
-        self._h.update(_RAW_HEAD.pack(2, len(data)))
-        self._h.update(data)
-        self.record_count += records
-
-    def records(self, records: Iterable[Record]) -> None:
-        """Digest records (one hash update per call: the per-record cost is a struct pack)."""
-        parts: list[bytes | memoryview] = []
-        add = parts.append
-        pack = _RECORD_HEAD.pack
-        n = 0
-        for offset, timestamp, key, value, headers in records:
-            add(pack(offset, timestamp, -1 if key is None else len(key), -1 if value is None else len(value),
-                     len(headers)))
-            if key:
-                add(key)
-            if value:
-                add(value)
-            for hkey, hvalue in headers:
-                kb = hkey.encode("utf-8")
-                add(_HEADER_HEAD.pack(len(kb), -1 if hvalue is None else len(hvalue)))
-                add(kb)
-                if hvalue:
-                    add(hvalue)
-            n += 1
-        self._h.update(b"".join(parts))
-        self.record_count += n
-
-    def digest(self) -> bytes:
-        return self._h.digest()
+_V2_HEAD = struct.Struct(">qiibIhiqqqhii")
+_COUNT = struct.Struct(">i")
 
 
 class ConversionLedger:
@@ -187,7 +146,7 @@ class ConversionLedger:
     per batch)."""
 
     def __init__(self) -> None:
-        self.digest = _Digest()
+        self.digest = ContentDigest()
         self.copied = bytearray()
         self.batches = 0
 
@@ -206,29 +165,37 @@ def converted_chunks(reader: SegmentReader, ledger: ConversionLedger | None = No
     """The segment's batches as v2 bytes in ~1 MiB chunks (memory bounded by a chunk or a batch).
 
     Every old batch's CRC is checked (a bad one raises :class:`SourceCorruptError`); with a
-    ``ledger`` the old content is digested on the way for :func:`verify_with_ledger`.
+    ``ledger`` the old content is digested on the way for :func:`verify_with_ledger`. Batches are
+    framed with :func:`~kraftwerk.records.batch.iter_spans` and v0/v1 ones converted by
+    :func:`~kraftwerk.records.convert.upconvert_legacy` without building batch objects.
     """
+    mv = reader.data
+    digest = None if ledger is None else ledger.digest
+    max_size = reader.max_decompressed_size
+    unpack = _V2_HEAD.unpack_from
     buf = bytearray()
-    for b in iter_batches(reader.data, max_decompressed_size=reader.max_decompressed_size):
-        if not b.is_valid:
-            raise SourceCorruptError(f"{reader.path}: batch at byte {b.position} has a bad CRC")
-        if b.magic >= MAGIC_V2:
-            out = bytes(b.raw)
-            if ledger is not None:
-                ledger.digest.raw(out, b.record_count)
-                ledger.add(True)
-        else:
-            try:
-                out = upconvert_batch(b)
+    try:
+        for pos, size, magic in iter_spans(mv):
+            if magic >= MAGIC_V2:
+                if size < RECORD_BATCH_OVERHEAD:
+                    raise SourceCorruptError(f"{reader.path}: batch at byte {pos} is too short for v2")
+                stored_crc = unpack(mv, pos)[4]
+                raw = mv[pos:pos + size]
+                if crc32c(raw[21:]) != stored_crc:
+                    raise SourceCorruptError(f"{reader.path}: batch at byte {pos} has a bad CRC")
+                buf += raw
                 if ledger is not None:
-                    ledger.digest.records(_legacy_view(b))
+                    ledger.digest.raw(raw, _COUNT.unpack_from(mv, pos + 57)[0])
+                    ledger.add(True)
+            else:
+                buf += upconvert_legacy(mv, pos, size, magic, digest, max_decompressed_size=max_size)
+                if ledger is not None:
                     ledger.add(False)
-            except RecordsError as exc:
-                raise SourceCorruptError(f"{reader.path}: {exc}") from exc
-        buf += out
-        if len(buf) >= WRITE_CHUNK:
-            yield bytes(buf)
-            buf.clear()
+            if len(buf) >= WRITE_CHUNK:
+                yield bytes(buf)
+                buf.clear()
+    except RecordsError as exc:
+        raise SourceCorruptError(f"{reader.path}: {exc}") from exc
     if buf:
         yield bytes(buf)
 
@@ -236,22 +203,14 @@ def converted_chunks(reader: SegmentReader, ledger: ConversionLedger | None = No
 def verify_with_ledger(old_path: Path, new_path: Path, ledger: ConversionLedger) -> int:
     """Read ``new_path`` back (CRCs checked, magic 2 only) and compare its content with what the
     conversion read from ``old_path``; on a difference, :func:`verify_converted` names where."""
-    digest = _Digest()
-    count = 0
+    digest = ContentDigest()
     try:
         with SegmentReader(new_path) as new:
-            scanner = new.scanner(validate=True)
-            for b in scanner:
-                if b.magic != MAGIC_V2:
-                    raise VerificationError(f"{new_path}: batch at byte {b.position} has magic {b.magic}")
-                if count < ledger.batches and ledger.was_copied(count):
-                    digest.raw(b.raw, b.record_count)
-                else:
-                    digest.records(b.records())
-                count += 1
-            if scanner.tail is not None:
-                raise VerificationError(f"{new_path}: unreadable batch at byte {scanner.tail.position}: "
-                                        f"{scanner.tail.message}")
+            count, end = digest_v2_batches(new.data, digest, ledger.copied,
+                                           max_decompressed_size=new.max_decompressed_size)
+            if end != new.size:
+                raise VerificationError(f"{new_path}: unreadable batch at byte {end}: "
+                                        f"{new.size - end} trailing bytes")
     except RecordsError as exc:
         raise VerificationError(f"verifying {new_path}: {exc}") from exc
     if count != ledger.batches or digest.digest() != ledger.digest.digest():
