@@ -180,22 +180,20 @@ def test_wrapper_counts_agree_with_the_records_layer(fleet: Fleet) -> None:
     RecordBatch for every compressed v0/v1 wrapper of the fleet (golden segments included), and for
     a v1 wrapper with Kafka's "wrapper offset 0" quirk."""
     from kraftwerk.records import iter_batches
-    from kraftwerk.storage.scan import _wrapper_facts
-
     seen = 0
     for books in fleet.partitions:
         for data in books.segments.values():
             for b in iter_batches(data):
                 if b.magic < 2 and b.is_compressed:
                     fresh = next(iter_batches(b.raw))
-                    assert _wrapper_facts(b) == (fresh.base_offset, fresh.record_count)
+                    assert b.offsets_and_count() == (fresh.base_offset, fresh.record_count)
                     seen += 1
     assert seen > 50
     rb = RecordsBuilder(1, CompressionType.GZIP, base_offset=40)
     for i in range(3):
         rb.append(1000 + i, None, b"v")
     data = bytearray(rb.build())
-    assert _wrapper_facts(next(iter_batches(data))) == (40, 3)
+    assert next(iter_batches(data)).offsets_and_count() == (40, 3)
     data[:8] = bytes(8)  # some librdkafka versions wrote wrapper offset 0 (outside the CRC)
     zero = next(iter_batches(bytes(data)))
-    assert _wrapper_facts(zero) == (zero.base_offset, zero.record_count) == (0, 3)
+    assert zero.offsets_and_count() == (zero.base_offset, zero.record_count) == (0, 3)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from kraftwerk.records.batch import BatchScanner, Header, RecordBatch, TailReason, iter_spans
+from kraftwerk.records.batch import BatchScanner, Header, RecordBatch, TailReason
 from kraftwerk.records.errors import RecordsError
 from kraftwerk.records.types import LOG_OVERHEAD, MAGIC_V2
 from kraftwerk.storage.errors import StorageError, StorageIOError
@@ -241,44 +241,13 @@ RECORD_COLUMNS: tuple[tuple[str, str], ...] = (
 assert tuple(n for n, _ in RECORD_COLUMNS) == RecordRow._fields
 
 
-def _wrapper_facts(b: RecordBatch) -> tuple[int, int]:
-    """(base offset, record count) of a compressed v0/v1 wrapper.
-
-    Counting only needs where the inner messages are, so they are framed with the records layer's
-    :func:`~kraftwerk.records.batch.iter_spans` instead of being decoded one by one (which costs ~10x
-    more and dominated legacy-heavy scans). The first offset follows Kafka's rule for inner v1
-    offsets (relative to the wrapper's, which is the last one); any unusual wrapper (offset 0,
-    inconsistent offsets, no inner message) takes the records layer's full path instead.
-    """
-    payload = b.decompressed_payload()
-    first_pos = last_pos = -1
-    count = 0
-    for pos, _, _ in iter_spans(payload):
-        if first_pos < 0:
-            first_pos = pos
-        last_pos = pos
-        count += 1
-    if count == 0:
-        return b.base_offset, b.record_count
-    (first,) = _BASE_OFFSET.unpack_from(payload, first_pos)
-    if b.magic == 0:
-        return int(first), count
-    (last,) = _BASE_OFFSET.unpack_from(payload, last_pos)
-    if b.last_offset == 0 or b.last_offset < last:
-        return b.base_offset, b.record_count
-    return int(b.last_offset - last + first), count
-
-
 def _batch_row(seg: SegmentFile, b: RecordBatch, validate: bool) -> BatchRow:
     error: str | None = None
     crc_valid = b.is_valid if validate else True
     base: int | None
     count: int | None
     try:
-        if b.magic < MAGIC_V2 and b.is_compressed:
-            base, count = _wrapper_facts(b)
-        else:
-            base, count = b.base_offset, b.record_count
+        base, count = b.offsets_and_count()
     except RecordsError as exc:  # a v0/v1 wrapper whose payload cannot be read
         base, count, error = None, None, str(exc)
     return BatchRow(seg.log_dir, seg.topic, seg.partition, seg.base_offset, b.position, base, b.last_offset,
