@@ -87,6 +87,30 @@ def test_old_software_broker_stays_fenced_then_registers(cluster: LocalCluster) 
     assert sorted(reported) == [1, 2, 3]
 
 
+def test_release_version_upgrade_raises_kraft_version(cluster: LocalCluster) -> None:
+    """KAFKA-16538: a static quorum formatted at 3.9 (kraft.version 0) takes 4.3's kraft.version 1:
+    raft writes the KRaftVersion + Voters control batch, every node then reports level 1."""
+    cluster = LocalCluster.load(cluster.root)
+    wait_finalized(cluster, {"metadata.version": 30, "kraft.version": 0})
+    code, out, err = cli("features", "--bootstrap-server", cluster.brokers[0].address, "upgrade",
+                         "--release-version", "4.3")
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        "eligible.leader.replicas.version was upgraded to 1.", "group.version was upgraded to 1.",
+        "kraft.version was upgraded to 1.", "metadata.version was upgraded to 30.",
+        "share.version was upgraded to 1.", "streams.version was upgraded to 1.",
+        "transaction.version was upgraded to 2."]
+    reported = wait_finalized(cluster, {"metadata.version": 30, "kraft.version": 1})
+    assert sorted(reported) == [1, 2, 3]
+    segments = sorted((cluster.root / "node-1").rglob("__cluster_metadata-0/*.log"))
+    assert segments
+    code, out, err = cli("dump-log", "--deep-iteration", "--files", ",".join(map(str, segments)))
+    assert code == 0, err
+    assert ' KRaftVersion {"version":0,"kRaftVersion":1}' in out
+    voters = [line for line in out.splitlines() if " KRaftVoters " in line]
+    assert len(voters) == 1 and '"voterId":1,' in voters[0] and '"name":"CONTROLLER"' in voters[0]
+
+
 def test_cluster_up_reports_a_fenced_broker(tmp_path: Path) -> None:
     root = tmp_path / "fenced-up"
     try:

@@ -1,9 +1,10 @@
-"""QuorumController options the runtime relies on: refusing kraft.version upgrades its raft cannot
-perform, and standbys registering again when their software (supported features) changes."""
+"""QuorumController behaviour the runtime relies on: a kraft.version upgrade handed to raft, and
+standbys registering again when their software (supported features) changes."""
 
 from __future__ import annotations
 
 from kraftwerk.controller import features as fc
+from kraftwerk.controller.effects import AppendThenRespond, Respond
 from kraftwerk.protocol.error_codes import Errors
 from tests.controller.harness import Log, activate, call, controller
 
@@ -13,26 +14,26 @@ def _update(feature: str, level: int, validate_only: bool) -> dict[str, object]:
             "featureUpdates": [{"feature": feature, "maxVersionLevel": level, "upgradeType": 1}]}
 
 
-def test_kraft_version_upgrade_refused_when_raft_cannot_do_it() -> None:
+def test_kraft_version_upgrade_asks_raft_for_the_control_batch() -> None:
     log = Log()
-    ctl = controller(1, (1,), kraft_version_upgrades=False)
+    ctl = controller(1, (1,))
     log.controllers.append(ctl)
     activate(log, ctl)
     end = log.end
-    dry = call(log, ctl, 57, 2, _update("kraft.version", 1, True))
-    assert dry["errorCode"] == 0  # a dry run only checks support, as Kafka does
-    resp = call(log, ctl, 57, 2, _update("kraft.version", 1, False))
-    assert resp["errorCode"] == Errors.INVALID_UPDATE_VERSION.code
-    assert resp["errorMessage"] == (
-        "The update failed for all features since the following feature had an error: Invalid update "
-        "version 1 for feature kraft.version. This controller's raft implementation cannot upgrade "
-        "kraft.version yet.")
-    assert log.end == end  # nothing appended
-    # the default keeps the core's behaviour (a NoOpRecord plus the raft-side upgrade request)
-    other = controller(1, (1,))
-    log2 = Log(controllers=[other])
-    activate(log2, other)
-    assert call(log2, other, 57, 2, _update("kraft.version", 1, False))["errorCode"] == 0
+    dry = ctl.handle_request(57, 2, _update("kraft.version", 1, True), 0)
+    assert isinstance(dry, Respond) and dry.body["errorCode"] == 0  # a dry run writes nothing
+    reply = ctl.handle_request(57, 2, _update("kraft.version", 1, False), 0)
+    # the level lives in raft's control records: the reply asks the host to write them, and the
+    # metadata records carry only Kafka's NoOpRecord
+    assert isinstance(reply, AppendThenRespond) and reply.kraft_version_upgrade == 1
+    assert [r.spec.name for r in reply.records] == ["NoOpRecord"]
+    assert reply.response_body["errorCode"] == 0 and log.end == end
+    # once raft reports level 1, the controller finalizes it and refuses going back
+    ctl.set_kraft_version(1)
+    assert ctl.finalized_features()[0]["kraft.version"] == 1
+    down = ctl.handle_request(57, 2, {**_update("kraft.version", 0, False), "featureUpdates": [
+        {"feature": "kraft.version", "maxVersionLevel": 0, "upgradeType": 2}]}, 0)
+    assert isinstance(down, Respond) and down.body["errorCode"] == Errors.INVALID_UPDATE_VERSION.code
 
 
 def test_standby_registers_again_after_a_software_change() -> None:

@@ -308,3 +308,20 @@ def test_seed_10188_a_stalled_broker_applies_no_part_of_the_batch_it_cannot_run(
     unsupported streams.version=1) and reported a level its offset had not reached."""
     result = run_lifecycle_seed(10188, mix=Mix.RANDOM)
     assert result.ok, result.report()
+
+
+def test_kraft_version_upgrade_reaches_every_node_and_survives_a_leader_crash() -> None:
+    sim = _scripted(seed=4, initial_level=30)
+    outcomes: list[UpdateOutcome] = []
+    sim.at(3000, lambda: outcomes.append(sim.update_features([("kraft.version", 1, UPGRADE)])))
+    sim.run_until(6000)
+    assert outcomes[0].error == "NONE", outcomes[0].describe()
+    leader = sim.leader()
+    assert leader is not None
+    sim.crash(leader, restart_after_ms=500)
+    sim.run_until(12_000)
+    sim.run_until_converged()
+    for nid in sim.cluster.nodes:
+        raft, machine = sim.raft_of(nid), sim.machine(nid)
+        assert raft is not None and raft.kraft_version == 1, nid
+        assert machine is not None and machine.core.kraft_version == 1, nid

@@ -211,10 +211,8 @@ class QuorumController:
         snapshot_on_version_change: bool = True,
         default_min_isr: int = 1,
         api_versions: Mapping[int, tuple[int, int]] | None = None,
-        kraft_version_upgrades: bool = True,
     ) -> None:
         self.node_id = node_id
-        self.kraft_version_upgrades = kraft_version_upgrades
         self.cluster_id = cluster_id
         self.software = software
         self.voters = tuple(voters)
@@ -531,20 +529,6 @@ class QuorumController:
             losses_at=losses_at,
             allow_unsafe_downgrade=self.allow_unsafe_downgrade,
         )
-        if outcome.kraft_version_upgrade is not None and not self.kraft_version_upgrades:
-            # The host's raft cannot change kraft.version (KIP-853 voter records): refuse the whole
-            # request, as any other failed feature would be, instead of acknowledging a no-op.
-            level = outcome.kraft_version_upgrade
-            return Respond(
-                update_features_error_body(
-                    version,
-                    outcome.feature_names,
-                    Errors.INVALID_UPDATE_VERSION,
-                    f"{fc.ATOMIC_FAILURE_PREFIX}Invalid update version {level} for feature "
-                    f"{fc.KRAFT_VERSION}. "
-                    "This controller's raft implementation cannot upgrade kraft.version yet.",
-                )
-            )
         response = update_features_response(version, outcome)
         if not outcome.ok or not outcome.records:
             return Respond(response)

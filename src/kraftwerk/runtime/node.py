@@ -70,10 +70,12 @@ from kraftwerk.protocol.frame import encode_metadata_record
 from kraftwerk.raft import (
     Committed,
     CommittedBatch,
+    KRaftVersionError,
     NotLeaderError,
     RaftConfig,
     RaftNode,
     SnapshotLoad,
+    VoterEndpoint,
 )
 from kraftwerk.runtime.client import ReconnectingClient
 from kraftwerk.runtime.config import ServerConfig
@@ -167,6 +169,9 @@ class Node:
             election_timeout_ms=config.election_timeout_ms, fetch_timeout_ms=config.fetch_timeout_ms,
             election_backoff_max_ms=config.election_backoff_max_ms,
             request_timeout_ms=config.quorum_request_timeout_ms, retry_backoff_ms=config.retry_backoff_ms,
+            voter_endpoints=tuple(
+                VoterEndpoint(v.node_id, config.controller_listener_names[0], v.host, v.port)
+                for v in config.quorum_voters if config.controller_listener_names),
         )
         raft_node = RaftNode(raft_config, raft_log, state_store, now_ms=wall_clock_ms(), seed=self.seed)
         if config.is_controller:
@@ -206,7 +211,7 @@ class Node:
                      for e in self.config.effective_advertised_listeners]
         return BrokerNode(self.config.node_id, self.cluster_id, self.config.software, listeners, dir_ids,
                           heartbeat_interval_ms=self.config.broker_heartbeat_interval_ms,
-                          api_versions=self._broker_apis)
+                          static_configs=self.config.raw, api_versions=self._broker_apis)
 
     async def _controller_request(self, api_key: int, version: int, body: codec.Value) -> codec.Value:
         """Send a request to the active controller (as raft knows it) over the controller listener."""
@@ -265,8 +270,6 @@ class Node:
             bootstrap_source=f"the binary bootstrap metadata file: {bootstrap_path}",
             session_timeout_ms=self.config.broker_session_timeout_ms, listeners=listeners,
             api_versions=self._controller_apis,
-            # The raft core has no KIP-853 voter changes yet, so kraft.version stays at its level.
-            kraft_version_upgrades=False,
         )
 
     async def stop(self) -> None:
@@ -391,7 +394,22 @@ class Node:
                 else:
                     self.fail(str(exc))
                 return
+        self._feed_kraft_version(batches)
         self._check_ready()
+
+    def _feed_kraft_version(self, batches: list[Committed]) -> None:
+        """kraft.version lives in raft's control records: hand the committed level to the cores,
+        whose ApiVersions and feature checks report it as a finalized feature."""
+        if self.raft is None or not batches:
+            return
+        last = batches[-1]
+        end = last.end_offset if isinstance(last, SnapshotLoad) else last.last_offset + 1
+        level = self.raft.node.kraft_version_at(end)
+        if self.controller is not None and self.controller.kraft_version != level:
+            log.info("kraft.version is now %d (committed below offset %d)", level, end)
+            self.controller.set_kraft_version(level)
+        if self.broker is not None and self.broker.kraft_version != level:
+            self.broker.set_kraft_version(level)
 
     def _handle_core_effect(self, effect: Any, source: str = "controller") -> None:
         if isinstance(effect, MetadataVersionChanged):
@@ -457,8 +475,15 @@ class Node:
             # Nothing to write (an idempotent re-registration): answer from the committed state.
             return True
         try:
+            if reply.kraft_version_upgrade is not None:
+                # Kafka's FeatureControlManager: raft writes the KRaftVersion/Voters control batch
+                # first; the metadata records after it commit it along with them.
+                raft.upgrade_kraft_version(reply.kraft_version_upgrade)
             offset = raft.append(reply.encoded_records())
         except NotLeaderError:
+            return False
+        except KRaftVersionError as exc:
+            log.warning("kraft.version upgrade to %s refused by raft: %s", reply.kraft_version_upgrade, exc)
             return False
         self._last_write_ms = wall_clock_ms()
         return await raft.wait_committed(offset, APPEND_COMMIT_TIMEOUT_S)

@@ -170,6 +170,13 @@ class RaftHost:
         self._wake.set()
         return offset
 
+    def upgrade_kraft_version(self, level: int, validate_only: bool = False) -> bool:
+        """Raise kraft.version (leader only, see :meth:`RaftNode.upgrade_kraft_version`)."""
+        written = self.node.upgrade_kraft_version(level, self.clock(), validate_only)
+        self._apply(self.node.take_effects())
+        self._wake.set()
+        return written
+
     async def wait_committed(self, offset: int, timeout_s: float | None = None) -> bool:
         """Wait until the high watermark passes ``offset``; False if leadership (the epoch) changes
         first or the timeout expires: the append may then be lost and must not be acknowledged."""

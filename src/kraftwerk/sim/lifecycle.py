@@ -267,7 +267,6 @@ class _Machine:
                 sim.bootstrap,
                 session_timeout_ms=SESSION_TIMEOUT_MS,
                 listeners=[Endpoint("CONTROLLER", f"node{nid}", 9093, 0)],
-                kraft_version_upgrades=False,
             )
         else:
             self.broker = BrokerNode(
@@ -358,6 +357,11 @@ class _Machine:
                 return
             for effect in effects:
                 self.effect(effect)
+            level = node.kraft_version_at(self.drained_to + 1)
+            if self.controller is not None and self.controller.kraft_version != level:
+                self.controller.set_kraft_version(level)
+            if self.broker is not None and self.broker.kraft_version != level:
+                self.broker.set_kraft_version(level)
             applied = self.applied_offset
             if applied >= 0:
                 sim.lifecycle.check_view(self.nid, applied, finalized_levels(self.core.image), source=source)
@@ -564,6 +568,9 @@ class _Machine:
         else:
             nc = reply.not_controller_body or not_controller_body(api_key, version, body)
             values = reply.encoded_records()
+            if reply.kraft_version_upgrade is not None and raft.is_leader:
+                # as the runtime: raft writes the KRaftVersion/Voters batch ahead of the records
+                raft.upgrade_kraft_version(reply.kraft_version_upgrade, sim.now)
             offset = self.append(raft, values) if raft.is_leader else None
             if offset is None:
                 respond(nc)
