@@ -10,16 +10,20 @@ import pytest
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.control_records import KRAFT_VERSION_RECORD, VOTERS_RECORD, ControlRecordType
 from kraftwerk.raft import (
+    API_FETCH,
     CommittedBatch,
+    ElectionState,
     KRaftVersionError,
     MemoryQuorumStateStore,
     MemoryRaftLog,
     NotLeaderError,
     RaftConfig,
     RaftNode,
+    SendRequest,
     SnapshotId,
     VoterEndpoint,
 )
+from kraftwerk.records import RecordsBuilder
 from kraftwerk.records.batch import iter_batches
 from kraftwerk.sim.cluster import Cluster
 
@@ -131,3 +135,26 @@ def test_followers_replicate_the_level_and_keep_it_across_a_crash() -> None:
     cluster.start(follower)
     restarted = cluster.nodes[follower].raft
     assert restarted is not None and restarted.kraft_version == 1
+
+
+def test_a_truncated_upgrade_is_forgotten() -> None:
+    """An upgrade the old leader never committed goes away with the log suffix that held it."""
+    log = MemoryRaftLog()
+    data = RecordsBuilder(base_offset=0, partition_leader_epoch=1)
+    data.append(0, None, b"v0")
+    log.append(data.build())
+    control = RecordsBuilder(base_offset=1, is_control=True, partition_leader_epoch=2)
+    level_one = codec.encode(KRAFT_VERSION_RECORD, 0, {"version": 0, "kRaftVersion": 1})
+    control.append_control_record(0, ControlRecordType.KRAFT_VERSION, level_one)
+    log.append(control.build())
+    log.flush()
+    cfg = RaftConfig(2, (1, 2, 3))
+    n = RaftNode(cfg, log, MemoryQuorumStateStore(ElectionState(3, 1, None)), now_ms=0, seed=1)
+    assert n.kraft_version == 1 and n.kraft_version_at(1) == 0  # read back from the log on start-up
+    fetch = next(e for e in n.poll(0) if isinstance(e, SendRequest) and e.api_key == API_FETCH)
+    part = {"partitionIndex": 0, "errorCode": 0, "highWatermark": 1, "records": None,
+            "divergingEpoch": {"epoch": 1, "endOffset": 1},
+            "currentLeader": {"leaderId": 1, "leaderEpoch": 3}}
+    n.handle_response(1, API_FETCH, 17, {"errorCode": 0, "responses": [{"partitions": [part]}]},
+                      fetch.correlation_id, 1)
+    assert log.end_offset == 1 and n.kraft_version == 0
