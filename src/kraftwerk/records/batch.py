@@ -62,6 +62,9 @@ LEGACY_HEADER = struct.Struct(">qiIbb")
 # offset, size, crc, magic, attributes, timestamp
 LEGACY_V1_HEADER = struct.Struct(">qiIbbq")
 LEGACY_TIMESTAMP = struct.Struct(">q")
+# the same headers followed by the key length (one unpack per message in legacy_layout)
+_LEGACY_V0_KEY = struct.Struct(">qiIbbi")
+_LEGACY_V1_KEY = struct.Struct(">qiIbbqi")
 _LOG_HEADER = struct.Struct(">qi")
 _I32 = struct.Struct(">i")
 _LOG_HEADER_OFFSET = struct.Struct(">q")
@@ -634,19 +637,18 @@ def legacy_layout(mv: Buffer, pos: int, size: int, magic: int, where: int | None
         if size - LOG_OVERHEAD < RECORD_OVERHEAD_V1:
             raise CorruptRecordError(f"Record size {size - LOG_OVERHEAD} is less than the minimum record "
                                      f"overhead ({RECORD_OVERHEAD_V1})", at)
-        offset, _, crc, _, attrs, ts = LEGACY_V1_HEADER.unpack_from(mv, pos)
+        offset, _, crc, _, attrs, ts, key_len = _LEGACY_V1_KEY.unpack_from(mv, pos)
         key_at = pos + LOG_OVERHEAD + RECORD_OVERHEAD_V1 - 8
     else:
         if size - LOG_OVERHEAD < RECORD_OVERHEAD_V0:
             raise CorruptRecordError(f"Record size {size - LOG_OVERHEAD} is less than the minimum record "
                                      f"overhead ({RECORD_OVERHEAD_V0})", at)
-        offset, _, crc, _, attrs = LEGACY_HEADER.unpack_from(mv, pos)
+        offset, _, crc, _, attrs, key_len = _LEGACY_V0_KEY.unpack_from(mv, pos)
         ts = NO_TIMESTAMP
         key_at = pos + LOG_OVERHEAD + RECORD_OVERHEAD_V0 - 8
     if attrs & 0x07 > 3:
         raise CorruptRecordError(f"Invalid compression type id {attrs & 0x07} for magic {magic}", at)
     end = pos + size
-    (key_len,) = _I32.unpack_from(mv, key_at)
     if key_len < -1 or key_len > end - key_at - 8:
         raise CorruptRecordError(f"Invalid key size {key_len} in legacy record", at)
     value_at = key_at + 4 + (key_len if key_len > 0 else 0)

@@ -188,25 +188,24 @@ def _upconvert_wrapper(mv: memoryview, pos: int, magic: int, layout: LegacyLayou
             offsets = [o + shift for o in offsets]
     base = offsets[0]
     base_ts = stamps[0]
+    if offsets[-1] - base > _INT32_MAX or min(stamps) < NO_TIMESTAMP:
+        return None
     prev = base - 1
-    for o, t in zip(offsets, stamps, strict=True):
-        if o <= prev or t < NO_TIMESTAMP:
+    records: list[bytes] = []
+    parts: list[Buffer] = []
+    add = parts.append
+    pack = RECORD_HEAD.pack
+    for o, t, k, v in zip(offsets, stamps, keys, values, strict=True):
+        if o <= prev:
             return None
         prev = o
-    if prev - base > _INT32_MAX:
-        return None
-    records = [encode_v2_record(o - base, t - base_ts, k, v)
-               for o, t, k, v in zip(offsets, stamps, keys, values, strict=True)]
+        records.append(encode_v2_record(o - base, t - base_ts, k, v))
+        add(pack(o, t, -1 if k is None else len(k), -1 if v is None else len(v), 0))
+        if k:
+            add(k)
+        if v:
+            add(v)
     if digest is not None:
-        pack = RECORD_HEAD.pack
-        parts: list[Buffer] = []
-        add = parts.append
-        for o, t, k, v in zip(offsets, stamps, keys, values, strict=True):
-            add(pack(o, t, -1 if k is None else len(k), -1 if v is None else len(v), 0))
-            if k:
-                add(k)
-            if v:
-                add(v)
         digest.parts(parts, len(offsets))
     payload = compress(codec, b"".join(records), magic=MAGIC_V2)
     max_ts = wrapper_ts if lat else max(NO_TIMESTAMP, max(stamps))

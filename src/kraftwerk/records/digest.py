@@ -37,45 +37,82 @@ _HEADER_HEAD = struct.Struct(">ii")
 _RAW_HEAD = struct.Struct(">bi")
 
 
-class ContentDigest:
-    """The running digest; ``record_count`` counts every record added (raw batches by their count)."""
+#: pending pieces are hashed in one update once there are this many (a hash update per small record
+#: would cost as much as its decoding)
+_PENDING_PIECES = 4096
 
-    __slots__ = ("_h", "record_count")
+
+class ContentDigest:
+    """The running digest; ``record_count`` counts every record added (raw batches by their count).
+
+    Pieces are collected as ``bytes`` (never views into a caller's buffer, which may be a memory map
+    that must close) and hashed in one update per few thousand; the digest of a concatenation does
+    not depend on how it was split.
+    """
+
+    __slots__ = ("_h", "_pending", "record_count")
 
     def __init__(self) -> None:
         self._h = hashlib.blake2b(digest_size=32)
+        self._pending: list[bytes] = []
         self.record_count = 0
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._h.update(b"".join(self._pending))
+            self._pending.clear()
 
     def raw(self, data: Buffer, records: int) -> None:
         """A batch that is compared byte for byte (copied unchanged)."""
+        self._flush()
         self._h.update(_RAW_HEAD.pack(2, len(data)))
         self._h.update(data)
         self.record_count += records
 
     def record(self, offset: int, timestamp: int, key: Buffer | None, value: Buffer | None) -> None:
-        """One record without headers (every v0/v1 record), one hash update."""
-        self._h.update(b"".join((
+        """One record without headers (every v0/v1 record)."""
+        pending = self._pending
+        pending.append(b"".join((
             RECORD_HEAD.pack(offset, timestamp, -1 if key is None else len(key),
                              -1 if value is None else len(value), 0),
             key or b"", value or b"")))
         self.record_count += 1
+        if len(pending) >= _PENDING_PIECES:
+            self._flush()
 
     def parts(self, parts: list[Buffer], records: int) -> None:
-        """Canonical pieces built by a caller's hot loop (see :func:`record_parts`), one update."""
-        self._h.update(b"".join(parts))
+        """Canonical pieces built by a caller's hot loop (see :func:`record_parts`)."""
+        self._pending.append(b"".join(parts))
         self.record_count += records
+        if len(self._pending) >= _PENDING_PIECES:
+            self._flush()
 
     def records(self, records: Iterable[tuple[int, int, Buffer | None, Buffer | None,
                                               tuple[Header, ...]]]) -> None:
-        """Records (``Record`` tuples fit), one hash update per call."""
-        parts: list[Buffer] = []
+        """Records (``Record`` tuples fit)."""
+        pending = self._pending
+        add = pending.append
+        pack = RECORD_HEAD.pack
         n = 0
         for offset, timestamp, key, value, headers in records:
-            record_parts(parts, offset, timestamp, key, value, headers)
+            if headers:
+                parts: list[Buffer] = []
+                record_parts(parts, offset, timestamp, key, value, headers)
+                add(b"".join(parts))
+            else:
+                add(pack(offset, timestamp, -1 if key is None else len(key),
+                         -1 if value is None else len(value), 0))
+                if key:
+                    add(key if type(key) is bytes else bytes(key))
+                if value:
+                    add(value if type(value) is bytes else bytes(value))
             n += 1
-        self.parts(parts, n)
+        self.record_count += n
+        if len(pending) >= _PENDING_PIECES:
+            self._flush()
 
     def digest(self) -> bytes:
+        self._flush()
         return self._h.digest()
 
 

@@ -151,14 +151,16 @@ class ConversionLedger:
         self.batches = 0
 
     def add(self, copied: bool) -> None:
-        if self.batches % 8 == 0:
-            self.copied.append(0)
+        i = self.batches
+        self.batches = i + 1
         if copied:
-            self.copied[-1] |= 1 << (self.batches % 8)
-        self.batches += 1
+            short = (i >> 3) + 1 - len(self.copied)
+            if short > 0:
+                self.copied += bytes(short)
+            self.copied[i >> 3] |= 1 << (i & 7)
 
     def was_copied(self, i: int) -> bool:
-        return bool(self.copied[i // 8] & (1 << (i % 8)))
+        return i >> 3 < len(self.copied) and bool(self.copied[i >> 3] & (1 << (i & 7)))
 
 
 def converted_chunks(reader: SegmentReader, ledger: ConversionLedger | None = None) -> Iterator[bytes]:
