@@ -96,6 +96,7 @@ def _up(args: argparse.Namespace) -> int:
             if not node.is_controller:
                 cluster.start(node)
         fenced.update(cluster.wait_ready(cluster.brokers, args.timeout))
+        cluster.wait_brokers_visible([b for b in cluster.brokers if b.node_id not in fenced], args.timeout)
     except BaseException:
         cluster.stop(cluster.nodes, grace_s=5)
         raise

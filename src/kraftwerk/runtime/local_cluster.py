@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftwerk.errors import KraftwerkError
+from kraftwerk.runtime.admin_client import AdminClient
 from kraftwerk.runtime.errors import NetworkError, NodeError
 from kraftwerk.runtime.node import FENCED_FILE, READY_FILE
 
@@ -218,6 +219,25 @@ class LocalCluster:
             if pending:
                 time.sleep(0.05)
         return fenced
+
+    def wait_brokers_visible(self, brokers: Sequence[LocalNode], timeout_s: float = 60.0) -> None:
+        """Wait until every broker's DescribeCluster lists all of ``brokers``: each answers from its
+        own image, which learns of the others' unfencing a moment after they are ready, and a client
+        must see the whole cluster whichever broker it bootstraps from."""
+        expected = sorted(b.node_id for b in brokers)
+        deadline = time.monotonic() + timeout_s
+        for broker in brokers:
+            while True:
+                seen: list[int] = []
+                with contextlib.suppress(KraftwerkError), \
+                        AdminClient(broker.address, request_timeout_s=5, api_timeout_s=5) as admin:
+                    seen = sorted(n.node_id for n in admin.describe_cluster().nodes)
+                if seen == expected:
+                    break
+                if time.monotonic() > deadline:
+                    raise NodeError(f"Timed out after {timeout_s:g}s waiting for broker {broker.node_id} to "
+                                    f"list brokers {expected} (it lists {seen})")
+                time.sleep(0.05)
 
     def active_controller(self) -> int | None:
         """The leader the controllers' ``quorum-state`` files name in the highest epoch."""
