@@ -71,11 +71,17 @@ def test_scan_summary_matches_the_local_scan(fleet: Fleet, scanned: ScanOutput) 
     assert [s.to_json() for s in scanned.summaries] == [s.to_json() for s in local]
 
 
-def test_one_input_partition_per_segment_and_direct_load(spark: SparkSession, small_fleet: Fleet) -> None:
+def test_segments_are_packed_into_input_partitions_and_direct_load(spark: SparkSession,
+                                                                    small_fleet: Fleet) -> None:
     from kraftwerk.spark.source import read_log_dirs
 
+    segments = sum(len(b.segments) for b in small_fleet.partitions)
+    single = read_log_dirs(spark, _dirs(small_fleet), partitionBytes="1")
+    assert single.rdd.getNumPartitions() == segments  # one per segment when packing is off
     df = read_log_dirs(spark, _dirs(small_fleet))
-    assert df.rdd.getNumPartitions() == sum(len(b.segments) for b in small_fleet.partitions)
+    # small segments are packed, but into at least one partition per core
+    assert spark.sparkContext.defaultParallelism <= df.rdd.getNumPartitions() < segments
+    assert sorted(single.collect()) == sorted(df.collect())
     # load(paths) directly (the source lists the directories itself) gives the same table
     direct = spark.read.format("kafka-log").load(_dirs(small_fleet))
     assert sorted(direct.collect()) == sorted(df.collect())
@@ -99,7 +105,8 @@ def test_large_segment_is_split_at_index_entries(spark: SparkSession, tmp_path: 
     d = tmp_path / "logs" / "big-0"
     write_segment(d, 0, make_batches(80, value_size=500))
     write_indexes(Segment(d, 0), 1024)
-    df = spark.read.format("kafka-log").option("maxSplitBytes", str(16 * 1024)).load(str(tmp_path / "logs"))
+    df = (spark.read.format("kafka-log").option("maxSplitBytes", str(16 * 1024))
+          .option("partitionBytes", str(16 * 1024)).load(str(tmp_path / "logs")))
     assert df.rdd.getNumPartitions() > 3
     rows = df.orderBy("position").collect()
     local = scan_segments(discover_segments([tmp_path / "logs"]))
@@ -143,3 +150,17 @@ def test_upconvert_job_in_place(spark: SparkSession, tmp_path: Path, monkeypatch
             assert magics == {2} and records == books.records
     again = upconvert_job(spark, _dirs(fleet), in_place=True, out_dir=None, dry_run=False)
     assert {o.status for o in again} == {Status.UNCHANGED}
+
+
+def test_pack_splits_keeps_order_bounds_runs_and_honours_min_partitions() -> None:
+    from kraftwerk.spark.source import pack_splits
+    from kraftwerk.storage.scan import SegmentFile, SegmentSplit
+
+    splits = [SegmentSplit(SegmentFile("d", "t", i, 0, f"/d/t-{i}/0.log", size), 0, size)
+              for i, size in enumerate((10, 10, 30, 5, 100, 1))]
+    runs = pack_splits(splits, 25)
+    assert [s for run in runs for s in run] == splits
+    assert [[s.segment.partition for s in run] for run in runs] == [[0, 1], [2], [3], [4], [5]]
+    assert len(pack_splits(splits, 1000)) == 1
+    assert len(pack_splits(splits, 1000, min_partitions=2)) >= 2
+    assert pack_splits([], 10) == []
