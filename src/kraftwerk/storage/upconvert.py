@@ -11,9 +11,11 @@ holding any v0/v1 batch is rewritten on its own:
    offsets only, which do not change);
 2. the new file is read back and verified against the old one: the same (offset, timestamp, key,
    value, headers) sequence, only magic-2 batches, every CRC valid. The old segment is decoded once:
-   while converting, its content goes into a BLAKE2b ledger that the read-back must reproduce
-   (copied v2 batches as raw bytes, converted ones record by record); only on a mismatch is it
-   compared pairwise, to name the first difference;
+   while converting (every source CRC checked), its content goes into a BLAKE2b ledger
+   (:class:`~kraftwerk.records.digest.ContentDigest`) that the read-back must reproduce (copied v2
+   batches as raw bytes, converted ones record by record, decoded independently of the conversion by
+   :func:`~kraftwerk.records.digest.digest_v2_batches`); only on a mismatch is it compared pairwise,
+   to name the first difference;
 3. only then the swap protocol of :mod:`kraftwerk.storage.replace` puts it in place.
 
 Segments with only v2 batches are never touched, so a second run changes nothing. Segments with a
