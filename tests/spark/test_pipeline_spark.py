@@ -164,3 +164,16 @@ def test_pack_splits_keeps_order_bounds_runs_and_honours_min_partitions() -> Non
     assert len(pack_splits(splits, 1000)) == 1
     assert len(pack_splits(splits, 1000, min_partitions=2)) >= 2
     assert pack_splits([], 10) == []
+
+
+def test_pack_work_balances_by_size_and_keeps_order() -> None:
+    from kraftwerk.spark.jobs import pack_work
+
+    items = ["a", "b", "c", "d", "e"]
+    groups = pack_work(items, [50, 10, 40, 10, 5], 2)
+    assert sorted(x for g in groups for x in g) == items
+    assert all(g == sorted(g) for g in groups)
+    loads = [sum(dict(zip(items, [50, 10, 40, 10, 5], strict=True))[x] for x in g) for g in groups]
+    assert max(loads) - min(loads) <= 10
+    assert pack_work(items, [1] * 5, 99) == [[x] for x in items]
+    assert pack_work(items, [0] * 5, 1) == [items]

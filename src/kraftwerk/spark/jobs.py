@@ -9,12 +9,13 @@ RDD task while the driver holds every log dir's ``.lock``.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kraftwerk.spark.errors import SparkJobError
 from kraftwerk.spark.source import list_segments_with_spark, read_log_dirs
@@ -32,10 +33,36 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 BATCHES_DIR = "batches"
 #: segment bytes per Parquet file of the batch table
 WRITE_BYTES = 4 * 1024**3
+#: up-conversion: at most about this many segment bytes per task (beyond one task per core)
+TASK_BYTES = 256 * 1024**2
+
+
+def _dir_bytes(path: str) -> int:
+    """Bytes of the ``.log`` files of a partition dir (0 when it cannot be listed: the task reports it)."""
+    try:
+        with os.scandir(path) as it:
+            return sum(e.stat().st_size for e in it if e.name.endswith(".log") and e.is_file())
+    except OSError:
+        return 0
+
+
+def pack_work(items: Sequence[T], sizes: Sequence[int], tasks: int) -> list[list[T]]:
+    """Spread ``items`` over at most ``tasks`` groups, largest first onto the least loaded group;
+    each group keeps the items' given order. Spark's fixed cost per Python task (~0.05-0.1 s) made
+    one task per partition dir a large share of converting a small one."""
+    tasks = max(1, min(tasks, len(items)))
+    loads = [0] * tasks
+    members: list[list[int]] = [[] for _ in range(tasks)]
+    for i in sorted(range(len(items)), key=lambda i: -sizes[i]):
+        g = loads.index(min(loads))
+        loads[g] += sizes[i]
+        members[g].append(i)
+    return [[items[i] for i in sorted(m)] for m in members if m]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,9 +123,11 @@ def scan_job(spark: SparkSession, log_dirs: Sequence[str], out_dir: Path) -> Sca
 def upconvert_job(spark: SparkSession, log_dirs: Sequence[str], *, in_place: bool, out_dir: Path | None,
                   dry_run: bool, progress: Callable[[int, int], None] | None = None,
                   poll_seconds: float = 0.5) -> list[SegmentOutcome]:
-    """Up-convert every topic-partition of ``log_dirs`` on Spark, one task per partition directory.
+    """Up-convert every topic-partition of ``log_dirs`` on Spark.
 
-    ``progress(done, total)`` is called with finished/all tasks while the job runs.
+    Partition directories are spread over at least one task per core (more for a large fleet: about
+    ``TASK_BYTES`` of segments per task), balanced by size. ``progress(done, total)`` is called with
+    the partition dirs of finished tasks / all partition dirs while the job runs.
     """
     paths = [Path(d) for d in log_dirs]
     items, outcomes = plan_work(paths, out_dir)
@@ -109,24 +138,32 @@ def upconvert_job(spark: SparkSession, log_dirs: Sequence[str], *, in_place: boo
         if not todo:
             return outcomes
 
-        def convert(work: Iterable[tuple[str, str | None]]) -> Iterator[tuple[Any, ...]]:
-            for pdir, target in work:
-                for o in run_work_item(WorkItem(pdir, target), in_place=in_place, dry_run=dry_run):
-                    yield (o.log_dir, o.topic, o.partition, o.base_offset, o.status.value, o.batches,
-                           o.legacy_batches, o.records, o.input_bytes, o.output_bytes, o.message)
-
-        # one task per partition directory (each task carries only its own work item); plain RDD
-        # tasks need neither pandas nor a schema; collect() runs all tasks at once
         sc = spark.sparkContext
-        rdd = sc.parallelize(todo, len(todo)).mapPartitions(convert)
-        rows = _collect_with_progress(spark, rdd, len(todo), progress, poll_seconds)
+        finished = sc.accumulator(0)  # partition dirs done, as seen by the driver at each task's end
+
+        def convert(groups: Iterable[list[tuple[str, str | None]]]) -> Iterator[tuple[Any, ...]]:
+            for group in groups:
+                for pdir, target in group:
+                    for o in run_work_item(WorkItem(pdir, target), in_place=in_place, dry_run=dry_run):
+                        yield (o.log_dir, o.topic, o.partition, o.base_offset, o.status.value, o.batches,
+                               o.legacy_batches, o.records, o.input_bytes, o.output_bytes, o.message)
+                    finished.add(1)
+
+        # each task carries only its own group of work items; plain RDD tasks need neither pandas
+        # nor a schema; collect() runs all tasks at once
+        sizes = [_dir_bytes(pdir) for pdir, _ in todo]
+        tasks = max(sc.defaultParallelism, -(-sum(sizes) // TASK_BYTES))
+        groups = pack_work(todo, sizes, tasks)
+        rdd = sc.parallelize(groups, len(groups)).mapPartitions(convert)
+        rows = _collect_with_progress(spark, rdd, len(todo), progress, poll_seconds, lambda: finished.value)
         outcomes += [SegmentOutcome(t[0], t[1], t[2], t[3], Status(t[4]), *t[5:]) for t in rows]
     return outcomes
 
 
 def _collect_with_progress(spark: SparkSession, rdd: Any, total: int,
-                           progress: Callable[[int, int], None] | None, poll_seconds: float) -> list[Any]:
-    """``rdd.collect()`` in a helper thread, reporting finished tasks from Spark's status tracker."""
+                           progress: Callable[[int, int], None] | None, poll_seconds: float,
+                           done: Callable[[], int]) -> list[Any]:
+    """``rdd.collect()`` in a helper thread, reporting ``done()`` out of ``total`` while it runs."""
     sc = spark.sparkContext
     group = f"kraftwerk-upconvert-{uuid.uuid4().hex}"
     result: list[Any] = []
@@ -141,17 +178,10 @@ def _collect_with_progress(spark: SparkSession, rdd: Any, total: int,
 
     worker = threading.Thread(target=run, name=group, daemon=True)
     worker.start()
-    tracker = sc.statusTracker()
     while worker.is_alive():
         worker.join(poll_seconds)
         if progress is not None:
-            done = 0
-            for job in tracker.getJobIdsForGroup(group):
-                info = tracker.getJobInfo(job)
-                for stage in info.stageIds if info else ():
-                    sinfo = tracker.getStageInfo(stage)
-                    done += sinfo.numCompletedTasks if sinfo else 0
-            progress(min(done, total), total)
+            progress(min(done(), total), total)
     if failure:
         first_line = str(failure[0]).splitlines()[0] if str(failure[0]) else type(failure[0]).__name__
         raise SparkJobError(f"the up-conversion job failed: {first_line}") from failure[0]
