@@ -67,3 +67,12 @@ def test_cli_runs_seeds_and_fails_with_the_replay_command(capsys: pytest.Capture
     assert main(["sim", "raft", "--voters", "3", "--observers", "1", "--seeds", "2", "--start", "7"]) == 0
     assert "OK: 2 seeds" in capsys.readouterr().out
     assert main(["sim", "raft", "--voters", "0", "--seeds", "1"]) == 1
+
+
+def test_seed_71249_a_voter_stuck_at_a_higher_epoch_rejoins() -> None:
+    """Found by an offline run: a voter left as a prospective candidate of a higher epoch (its own
+    election never reached the others) stayed out of the quorum for good, because the leader never
+    spoke to it again. Kafka's leader re-sends BeginQuorumEpoch to voters that stop fetching; the
+    stuck voter answers with its epoch, the leader steps down, and a new election takes it back."""
+    result = run_seed(SimConfig(seed=71249, voters=3, observers=1, events=8, scenario=Scenario.RANDOM))
+    assert result.ok, result.report()

@@ -154,6 +154,7 @@ class RaftNode:
         self._replicas: dict[int, _Replica] = {}
         self._epoch_start_offset = -1
         self._begin_pending: dict[int, int] = {}  # voter -> next send time
+        self._begin_sent_ms: dict[int, int] = {}  # voter -> when BeginQuorumEpoch last went out
         self._parked: list[_ParkedFetch] = []
         self._needs_flush = False
         self._flush_at = 0
@@ -317,6 +318,7 @@ class RaftNode:
                 for p in self._parked
             )
             times.extend(self._begin_pending.values())
+            times.extend(self._begin_resend_due(v) for v in self._begin_resend_candidates())
             times.append(self._check_quorum_deadline())
         elif self._role is Role.RESIGNED:
             times.extend(self._end_pending.values())
@@ -635,6 +637,7 @@ class RaftNode:
                 )
         self._replicas = {}
         self._begin_pending = {}
+        self._begin_sent_ms = {}
         self._end_pending = {}
         self._grants = set()
         self._rejects = set()
@@ -1197,6 +1200,19 @@ class RaftNode:
         if candidate > self._epoch_start_offset and (self._hw is None or candidate > self._hw):
             self._hw = candidate
 
+    def _begin_resend_candidates(self) -> list[int]:
+        """Voters the beginQuorumEpoch timer may pick: not already pending, none in flight."""
+        return [v for v in self.config.voters if v != self.node_id and v not in self._begin_pending
+                and not self._has_in_flight(API_BEGIN_QUORUM_EPOCH, v)]
+
+    def _begin_resend_due(self, voter: int) -> int:
+        """When a voter that has stopped fetching is told again who leads (Kafka's
+        beginQuorumEpoch timer, half a fetch timeout). A voter stuck at a higher epoch, e.g. a
+        prospective candidate whose own election never reached the others, answers with that
+        epoch, and this leader steps down so the quorum can take it back."""
+        half = self.config.fetch_timeout_ms // 2
+        return max(self._replicas[voter].last_fetch_ms, self._begin_sent_ms.get(voter, -half)) + half
+
     def _check_quorum_deadline(self) -> int:
         """When the leader resigns if a majority of voters has not fetched (Kafka's check-quorum,
         1.5 x fetch timeout)."""
@@ -1219,9 +1235,13 @@ class RaftNode:
             )
             self._become_resigned(now_ms)
             return
+        for voter in self._begin_resend_candidates():
+            if now_ms >= self._begin_resend_due(voter):
+                self._begin_pending[voter] = now_ms
         for voter, at in list(self._begin_pending.items()):
             if now_ms >= at and not self._has_in_flight(API_BEGIN_QUORUM_EPOCH, voter):
                 self._begin_pending[voter] = now_ms + self.config.request_timeout_ms
+                self._begin_sent_ms[voter] = now_ms
                 body = {
                     "clusterId": self.config.cluster_id,
                     "voterId": voter,
