@@ -520,3 +520,46 @@ def test_bodies_encode_at_every_version() -> None:
     sw = SoftwareVersion.latest()
     assert sw.supported_range("metadata.version") is not None
     assert CLUSTER_ID
+
+
+# ---------------------------------------------------------------- requests racing uncommitted records
+
+
+def _update_body(feature: str, level: int) -> dict:  # type: ignore[type-arg]
+    return {"timeoutMs": 1, "validateOnly": False,
+            "featureUpdates": [{"feature": feature, "maxVersionLevel": level, "upgradeType": 1}]}
+
+
+def test_update_is_judged_against_a_registration_not_yet_committed() -> None:
+    """Found by the lifecycle simulator (seed 31474): a 3.9 broker's registration and a
+    streams.version upgrade were both accepted before either committed."""
+    log, ctl = started(MV.IBP_3_9_IV0)
+    old = broker(2, release="3.9")  # knows no streams.version
+    registering = ctl.handle_request(62, 4, old.poll(0)[0].body_for(4), 0)  # type: ignore[attr-defined]
+    assert isinstance(registering, AppendThenRespond)  # appended, not yet committed
+    reply = ctl.handle_request(57, 1, _update_body("streams.version", 1), 0)  # type: ignore[attr-defined]
+    assert isinstance(reply, Respond)
+    assert "Broker 2 does not support this feature." in reply.body["results"][0]["errorMessage"]
+    log.append(registering.records)  # once it commits, the image says the same
+    reply = ctl.handle_request(57, 1, _update_body("streams.version", 1), 0)  # type: ignore[attr-defined]
+    assert "Broker 2 does not support this feature." in reply.body["results"][0]["errorMessage"]
+
+
+def test_registration_is_judged_against_a_level_not_yet_committed() -> None:
+    _log, ctl = started(MV.IBP_3_9_IV0)
+    upgrading = ctl.handle_request(57, 1, _update_body("streams.version", 1), 0)  # type: ignore[attr-defined]
+    assert isinstance(upgrading, AppendThenRespond)
+    old = broker(2, release="3.9")
+    reply = ctl.handle_request(62, 4, old.poll(0)[0].body_for(4), 0)  # type: ignore[attr-defined]
+    assert isinstance(reply, Respond) and reply.body["errorCode"] == Errors.UNSUPPORTED_VERSION.code
+
+
+def test_leadership_change_forgets_what_never_committed() -> None:
+    log, ctl = started(MV.IBP_3_9_IV0)
+    upgrading = ctl.handle_request(57, 1, _update_body("streams.version", 1), 0)  # type: ignore[attr-defined]
+    assert isinstance(upgrading, AppendThenRespond)
+    ctl.on_leader_change(2, log.epoch + 1, 0, False)  # type: ignore[attr-defined]
+    ctl.on_leader_change(1, log.epoch + 2, 0, False)  # type: ignore[attr-defined]
+    old = broker(2, release="3.9")
+    reply = ctl.handle_request(62, 4, old.poll(0)[0].body_for(4), 0)  # type: ignore[attr-defined]
+    assert isinstance(reply, AppendThenRespond)

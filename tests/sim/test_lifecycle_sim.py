@@ -325,3 +325,10 @@ def test_kraft_version_upgrade_reaches_every_node_and_survives_a_leader_crash() 
         raft, machine = sim.raft_of(nid), sim.machine(nid)
         assert raft is not None and raft.kraft_version == 1, nid
         assert machine is not None and machine.core.kraft_version == 1, nid
+
+
+def test_seed_31474_registration_and_upgrade_racing_uncommitted() -> None:
+    """Found by an offline run: a 3.9 broker's registration and a streams.version upgrade were both
+    accepted while neither had committed, so a level the broker cannot run was finalized."""
+    result = run_lifecycle_seed(31474, mix=Mix.DOWNGRADE, voters=3, brokers=2, events=6)
+    assert result.ok, result.report()

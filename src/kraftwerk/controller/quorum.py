@@ -235,6 +235,11 @@ class QuorumController:
         self._active = False
         self._last_contact: dict[int, int] = {}
         self._next_broker_epoch = 0
+        # What this active controller has appended but not yet replayed. Kafka's controller applies
+        # its own records before they commit, so a registration and a feature update racing each
+        # other are judged against each other; the image alone is the committed state.
+        self._inflight_brokers: dict[int, dict[str, VersionRange]] = {}
+        self._inflight_levels: dict[str, int] = {}
         self._fencing: set[int] = set()
         self._self_registration_sent_offset = -2
 
@@ -288,8 +293,14 @@ class QuorumController:
             raise
         for r in records:
             record = as_record(r)
-            if record.spec.name in ("BrokerRegistrationChangeRecord", "FenceBrokerRecord"):
+            name = record.spec.name
+            if name in ("BrokerRegistrationChangeRecord", "FenceBrokerRecord"):
                 self._fencing.discard(record.value.get("brokerId", record.value.get("id", -1)))
+            elif name == "RegisterBrokerRecord":
+                self._inflight_brokers.pop(record.value["brokerId"], None)
+            elif name == "FeatureLevelRecord" and self._inflight_levels.get(record.value["name"]) == \
+                    record.value["featureLevel"]:
+                del self._inflight_levels[record.value["name"]]
         return effects
 
     def load_snapshot(
@@ -311,6 +322,8 @@ class QuorumController:
         self.epoch = epoch
         was_active = self._active
         self._active = leader_id == self.node_id
+        self._inflight_brokers.clear()
+        self._inflight_levels.clear()
         if not self._active:
             if was_active:
                 log.info("[QuorumController id=%d] Renouncing leadership at epoch %d", self.node_id, epoch)
@@ -490,14 +503,22 @@ class QuorumController:
     # ------------------------------------------------------------------ UpdateFeatures
 
     def feature_state(self) -> fc.FeatureControlState:
-        """The committed image as the feature checks see it."""
+        """The image as the feature checks see it, with this controller's appended but not yet
+        committed registrations and levels on top."""
         image = self.image
         mv = image.metadata_version
         if mv is None:
             raise ApiError(Errors.NOT_CONTROLLER, "The controller has not finished activation")
         ranges = dict(self.software.supported_features())
-        brokers = tuple(
-            fc.NodeSupport(b.id, _ranges(b.supported_features)) for b in image.cluster.brokers.values()
+        supported = {b.id: _ranges(b.supported_features) for b in image.cluster.brokers.values()}
+        supported.update(self._inflight_brokers)
+        brokers = tuple(fc.NodeSupport(bid, supported[bid]) for bid in sorted(supported))
+        inflight_mv = self._inflight_levels.get(FEATURE_NAME)
+        if inflight_mv is not None:
+            mv = MetadataVersion.from_feature_level(inflight_mv)
+        finalized = dict(image.features.finalized)
+        finalized.update(
+            {n: v for n, v in self._inflight_levels.items() if n not in (FEATURE_NAME, fc.KRAFT_VERSION)}
         )
         controllers = tuple(
             fc.NodeSupport(c.id, _ranges(c.supported_features)) for c in image.cluster.controllers.values()
@@ -505,7 +526,7 @@ class QuorumController:
         return fc.FeatureControlState(
             self.node_id,
             mv,
-            dict(image.features.finalized),
+            {n: v for n, v in finalized.items() if v > 0},
             ranges,
             brokers,
             controllers,
@@ -533,6 +554,9 @@ class QuorumController:
         if not outcome.ok or not outcome.records:
             return Respond(response)
         records = self._elr_config_records(outcome.records) + list(outcome.records)
+        for r in outcome.records:
+            if r.spec.name == "FeatureLevelRecord":
+                self._inflight_levels[r.value["name"]] = r.value["featureLevel"]
         return AppendThenRespond(
             tuple(records),
             response,
@@ -608,6 +632,10 @@ class QuorumController:
         if self.kraft_version > 0:
             finalized[fc.KRAFT_VERSION] = self.kraft_version
         err = fc.registration_feature_error(ranges, mv, finalized)
+        if err is None and self._inflight_levels:  # and against the levels about to commit
+            pending = {**finalized, **self._inflight_levels}
+            pending_mv = MetadataVersion.from_feature_level(pending.pop(FEATURE_NAME, mv.feature_level))
+            err = fc.registration_feature_error(ranges, pending_mv, pending)
         if err is not None:
             log.info(
                 "[QuorumController id=%d] Unable to register broker %d: %s", self.node_id, broker_id, err
@@ -655,6 +683,7 @@ class QuorumController:
             record_version,
         )
         response = {"throttleTimeMs": 0, "errorCode": 0, "brokerEpoch": epoch}
+        self._inflight_brokers[broker_id] = dict(ranges)
         return AppendThenRespond(
             (rec("RegisterBrokerRecord", record_version, value),),
             response,
