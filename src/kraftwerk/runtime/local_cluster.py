@@ -231,7 +231,7 @@ class LocalCluster:
                 seen: list[int] = []
                 with contextlib.suppress(KraftwerkError), \
                         AdminClient(broker.address, request_timeout_s=5, api_timeout_s=5) as admin:
-                    seen = sorted(n.node_id for n in admin.describe_cluster().nodes)
+                    seen = sorted(n.node_id for n in admin.describe_cluster().nodes if not n.fenced)
                 if seen == expected:
                     break
                 if time.monotonic() > deadline:
