@@ -582,6 +582,22 @@ class RaftNode:
             observers=states(info.observers),
         )
 
+    def _request_body(self, voter: int | None, **fields: Any) -> Body:
+        """The one-partition request shape Vote and Begin/EndQuorumEpoch share (``voter``: the
+        VoterId field, None where the RPC has none)."""
+        body: Body = {
+            "clusterId": self.config.cluster_id,
+            "topics": [
+                {
+                    "topicName": METADATA_TOPIC,
+                    "partitions": [{"partitionIndex": METADATA_PARTITION, **fields}],
+                }
+            ],
+        }
+        if voter is not None:
+            body["voterId"] = voter
+        return body
+
     def _partition_body(self, error: int, partition_error: int, **fields: Any) -> Body:
         """The one-partition response shape Vote, Begin/EndQuorumEpoch and DescribeQuorum share:
         this node's view of the leader plus the RPC's own ``fields``."""
@@ -841,25 +857,14 @@ class RaftNode:
         for voter in self.config.voters:
             if voter == self.node_id:
                 continue
-            body = {
-                "clusterId": self.config.cluster_id,
-                "voterId": voter,
-                "topics": [
-                    {
-                        "topicName": METADATA_TOPIC,
-                        "partitions": [
-                            {
-                                "partitionIndex": METADATA_PARTITION,
-                                "replicaEpoch": epoch,
-                                "replicaId": self.node_id,
-                                "lastOffsetEpoch": self.log.last_fetched_epoch(),
-                                "lastOffset": self.log.end_offset,
-                                "preVote": pre,
-                            }
-                        ],
-                    }
-                ],
-            }
+            body = self._request_body(
+                voter,
+                replicaEpoch=epoch,
+                replicaId=self.node_id,
+                lastOffsetEpoch=self.log.last_fetched_epoch(),
+                lastOffset=self.log.end_offset,
+                preVote=pre,
+            )
             self._send(voter, API_VOTE, body, now_ms, context=(pre, epoch))
 
     def _has_majority(self, ids: set[int]) -> bool:
@@ -992,22 +997,12 @@ class RaftNode:
             if now_ms < at or self._has_in_flight(API_END_QUORUM_EPOCH, voter):
                 continue
             self._end_pending[voter] = now_ms + self.config.request_timeout_ms
-            body = {
-                "clusterId": self.config.cluster_id,
-                "topics": [
-                    {
-                        "topicName": METADATA_TOPIC,
-                        "partitions": [
-                            {
-                                "partitionIndex": METADATA_PARTITION,
-                                "leaderId": self.node_id,
-                                "leaderEpoch": self._epoch,
-                                "preferredCandidates": [{"candidateId": s} for s in successors],
-                            }
-                        ],
-                    }
-                ],
-            }
+            body = self._request_body(
+                None,
+                leaderId=self.node_id,
+                leaderEpoch=self._epoch,
+                preferredCandidates=[{"candidateId": s} for s in successors],
+            )
             self._send(voter, API_END_QUORUM_EPOCH, body, now_ms)
 
     def _replica_end(self, replica: int) -> int:
@@ -1242,22 +1237,7 @@ class RaftNode:
             if now_ms >= at and not self._has_in_flight(API_BEGIN_QUORUM_EPOCH, voter):
                 self._begin_pending[voter] = now_ms + self.config.request_timeout_ms
                 self._begin_sent_ms[voter] = now_ms
-                body = {
-                    "clusterId": self.config.cluster_id,
-                    "voterId": voter,
-                    "topics": [
-                        {
-                            "topicName": METADATA_TOPIC,
-                            "partitions": [
-                                {
-                                    "partitionIndex": METADATA_PARTITION,
-                                    "leaderId": self.node_id,
-                                    "leaderEpoch": self._epoch,
-                                }
-                            ],
-                        }
-                    ],
-                }
+                body = self._request_body(voter, leaderId=self.node_id, leaderEpoch=self._epoch)
                 self._send(voter, API_BEGIN_QUORUM_EPOCH, body, now_ms)
         if self._parked:
             keep = []

@@ -4,8 +4,8 @@ Kafka writes meta.properties with ``Properties.store(writer, "")`` (PropertiesUt
 comment line ``#``, a ``#<Date.toString()>`` line, then ``key=value`` lines in the iteration order
 of the JDK 17 ``Properties`` map (a ConcurrentHashMap with 16 bins), which is why the golden files
 list ``node.id, directory.id, version, cluster.id``. Reading follows ``Properties.load``: comments,
-line continuations and backslash escapes, ISO-8859-1 text; a malformed ``\\uXXXX`` escape or a bad
-meta.properties value raises :class:`CorruptFileError` with the line number.
+line continuations and backslash escapes, ISO-8859-1 text; a malformed ``\\u`` escape (not four hex
+digits) or a bad meta.properties value raises :class:`CorruptFileError` with the line number.
 """
 
 from __future__ import annotations
