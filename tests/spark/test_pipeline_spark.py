@@ -152,17 +152,19 @@ def test_upconvert_job_in_place(spark: SparkSession, tmp_path: Path, monkeypatch
     assert {o.status for o in again} == {Status.UNCHANGED}
 
 
-def test_pack_splits_keeps_order_bounds_runs_and_honours_min_partitions() -> None:
+def test_pack_splits_balances_whole_waves_of_partitions() -> None:
     from kraftwerk.spark.source import pack_splits
     from kraftwerk.storage.scan import SegmentFile, SegmentSplit
 
     splits = [SegmentSplit(SegmentFile("d", "t", i, 0, f"/d/t-{i}/0.log", size), 0, size)
               for i, size in enumerate((10, 10, 30, 5, 100, 1))]
-    runs = pack_splits(splits, 25)
-    assert [s for run in runs for s in run] == splits
-    assert [[s.segment.partition for s in run] for run in runs] == [[0, 1], [2], [3], [4], [5]]
+    runs = pack_splits(splits, 80)  # 156 bytes: two partitions, the 100-byte split alone
+    assert sorted((s for run in runs for s in run), key=splits.index) == splits
+    assert all(run == sorted(run, key=splits.index) for run in runs)
+    assert sorted([s.segment.partition for s in run] for run in runs) == [[0, 1, 2, 3, 5], [4]]
     assert len(pack_splits(splits, 1000)) == 1
-    assert len(pack_splits(splits, 1000, min_partitions=2)) >= 2
+    assert len(pack_splits(splits, 1000, min_partitions=2)) == 2
+    assert len(pack_splits(splits, 60, min_partitions=2)) == 4  # 3 by size, rounded up to whole waves
     assert pack_splits([], 10) == []
 
 

@@ -25,8 +25,9 @@ from kraftwerk.storage.scan import (
     BatchRow,
     PartitionSummary,
     ScanError,
+    columns_to_arrow,
     discover_segments,
-    scan_segments,
+    scan_segment_columns,
     summarize,
     totals,
 )
@@ -147,23 +148,14 @@ def _scan_local(log_dirs: list[str], out: Path) -> list[PartitionSummary]:
     target.mkdir(parents=True, exist_ok=True)
     for old in target.glob("*.parquet"):
         old.unlink()
-    rows: list[BatchRow] = []
 
-    def arrow(chunk: list[BatchRow]) -> Any:
-        cols = zip(*chunk, strict=True)
-        arrays = [pa.array(c, type=f.type) for c, f in zip(cols, schema, strict=True)]
-        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    def rows() -> Iterator[BatchRow]:
+        with pq.ParquetWriter(str(target / "part-00000.parquet"), schema) as writer:
+            for chunk in scan_segment_columns(discover_segments(log_dirs)):
+                writer.write_batch(columns_to_arrow(chunk.columns, schema))
+                yield from chunk.rows()
 
-    with pq.ParquetWriter(str(target / "part-00000.parquet"), schema) as writer:
-        start = 0
-        for row in scan_segments(discover_segments(log_dirs)):
-            rows.append(row)
-            if len(rows) - start >= 8192:
-                writer.write_batch(arrow(rows[start:]))
-                start = len(rows)
-        if len(rows) > start:
-            writer.write_batch(arrow(rows[start:]))
-    return summarize(rows)
+    return summarize(rows())
 
 
 def _offsets(a: int | None, b: int | None) -> str:

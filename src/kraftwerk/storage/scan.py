@@ -17,22 +17,32 @@ from __future__ import annotations
 
 import itertools
 import logging
+import mmap
 import os
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from kraftwerk.records.batch import BatchScanner, Header, RecordBatch, TailReason
+from crc32c import crc32c
+
+from kraftwerk.records.batch import _V2_CRC_START, V2_HEADER, BatchScanner, Header, RecordBatch, TailReason
 from kraftwerk.records.errors import RecordsError
-from kraftwerk.records.types import LOG_OVERHEAD, MAGIC_V2
+from kraftwerk.records.types import (
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    RECORD_BATCH_OVERHEAD,
+    CompressionType,
+    TimestampType,
+)
 from kraftwerk.storage.errors import StorageError, StorageIOError
 from kraftwerk.storage.fileio import translate_os_errors
 from kraftwerk.storage.metadata_log import METADATA_PARTITION_DIR
 from kraftwerk.storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
+    RELEASE_INTERVAL_BYTES,
     SegmentReader,
     file_name,
     parse_partition_dir_name,
@@ -40,12 +50,16 @@ from kraftwerk.storage.segment import (
     read_offset_index,
 )
 
+if TYPE_CHECKING:
+    import pyarrow as pa  # type: ignore[import-untyped]
+
 log = logging.getLogger(__name__)
 
 #: Segments larger than this are split into several input partitions at offset-index entries.
 DEFAULT_MAX_SPLIT_BYTES = 128 * 1024 * 1024
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 _BASE_OFFSET = struct.Struct(">q")
+RELEASE_ALIGN = mmap.PAGESIZE
 
 
 class ScanError(StorageError):
@@ -261,13 +275,14 @@ def _error_row(seg: SegmentFile, position: int, size: int, message: str) -> Batc
                     None, size, None, None, None, False, False, False, None, None, message)
 
 
-def _scanned(split: SegmentSplit, reader: SegmentReader
+def _scanned(split: SegmentSplit, reader: SegmentReader, start: int | None = None
              ) -> Iterator[tuple[RecordBatch | None, BatchRow | None]]:
-    """The batches starting in the split; a final ``(None, error row)`` for unreadable bytes."""
+    """The batches starting in the split (from ``start``); a final ``(None, error row)`` for
+    unreadable bytes."""
     seg = split.segment
     end = min(split.end, reader.size)
     # frame up to the segment end so a batch that starts in the split but ends after it is read whole
-    scanner = BatchScanner(reader.data, split.start, reader.size, validate=False,
+    scanner = BatchScanner(reader.data, split.start if start is None else start, reader.size, validate=False,
                            max_decompressed_size=reader.max_decompressed_size)
     for b in scanner:
         if b.position >= end:
@@ -279,19 +294,152 @@ def _scanned(split: SegmentSplit, reader: SegmentReader
         yield None, _error_row(seg, tail.position, tail.length, f"{what}: {tail.message}")
 
 
+class BatchColumns:
+    """Batch rows held as columns (one list per :data:`BATCH_COLUMNS` entry), filled split by split.
+
+    A scan produces ~100k batches per GiB: building a row object per batch and transposing the rows
+    for Arrow cost more than reading the batches, so the scanner appends header fields straight to
+    these lists. ``log_dir``, ``topic``, ``partition`` and ``segment`` are constant within a split and
+    are filled by :meth:`fill_split` for the rows a split added.
+    """
+
+    __slots__ = ("_filled", "columns")
+
+    def __init__(self) -> None:
+        self.columns: list[list[object]] = [[] for _ in BATCH_COLUMNS]
+        self._filled = 0
+
+    def __len__(self) -> int:
+        return len(self.columns[4])
+
+    def add_row(self, row: BatchRow) -> None:
+        for col, value in zip(self.columns[4:], row[4:], strict=True):
+            col.append(value)
+
+    def fill_split(self, seg: SegmentFile) -> None:
+        n = len(self) - self._filled
+        for col, value in zip(self.columns[:4], (seg.log_dir, seg.topic, seg.partition, seg.base_offset),
+                              strict=True):
+            col.extend(itertools.repeat(value, n))
+        self._filled += n
+
+    def rows(self) -> Iterator[BatchRow]:
+        new = tuple.__new__
+        return (new(BatchRow, r) for r in zip(*self.columns, strict=True))
+
+
+_CODEC_NAMES = tuple(c.kafka_name for c in CompressionType)
+_CREATE_TIME = TimestampType.CREATE_TIME.kafka_name
+_LOG_APPEND_TIME = TimestampType.LOG_APPEND_TIME.kafka_name
+
+
+def _plain_v2_run(mv: memoryview, pos: int, stop: int, size: int, validate: bool, out: BatchColumns,
+                  room: int) -> int:
+    """Append the plain v2 batches starting in ``[pos, stop)`` (at most ``room`` of them) to ``out``
+    from their headers alone; return where the first batch that is not one (or ``stop``) begins.
+
+    "Plain" means whole within the segment, magic 2, a sane size, a known codec and a non-negative
+    count: anything else is left to :class:`BatchScanner`, which frames it or reports it.
+    """
+    (position, base_offset, last_offset, magic, codec, record_count, batch_size, base_ts, max_ts, ts_type,
+     crc_valid, transactional, control, producer_id, leader_epoch,
+     error) = [c.append for c in out.columns[4:]]
+    unpack = V2_HEADER.unpack_from
+    codecs = _CODEC_NAMES
+    while pos < stop and room > 0 and size - pos >= RECORD_BATCH_OVERHEAD:
+        base, length, ple, mg, crc, attrs, delta, bts, mts, pid, _, _, count = unpack(mv, pos)
+        total = length + LOG_OVERHEAD
+        if (mg != MAGIC_V2 or total < RECORD_BATCH_OVERHEAD or total > size - pos or attrs & 7 > 4
+                or count < 0):
+            break
+        position(pos)
+        base_offset(base)
+        last_offset(base + delta)
+        magic(MAGIC_V2)
+        codec(codecs[attrs & 7])
+        record_count(count)
+        batch_size(total)
+        base_ts(bts)
+        max_ts(mts)
+        ts_type(_LOG_APPEND_TIME if attrs & 0x08 else _CREATE_TIME)
+        crc_valid(crc32c(mv[pos + _V2_CRC_START:pos + total]) == crc if validate else True)
+        transactional(attrs & 0x10 != 0)
+        control(attrs & 0x20 != 0)
+        producer_id(pid)
+        leader_epoch(ple)
+        error(None)
+        pos += total
+        room -= 1
+    return pos
+
+
+def _other_run(split: SegmentSplit, reader: SegmentReader, pos: int, validate: bool, out: BatchColumns,
+               room: int) -> int | None:
+    """Append batches from ``pos`` through :class:`BatchScanner` (v0/v1, damage) until the next v2
+    batch after the first; return where to go on, or None when the split ended in unreadable bytes."""
+    seg = split.segment
+    for b, err in _scanned(split, reader, pos):
+        if b is None:
+            out.add_row(err)  # type: ignore[arg-type]
+            return None
+        if b.magic == MAGIC_V2 and b.position != pos:
+            return b.position
+        out.add_row(_batch_row(seg, b, validate))
+        room -= 1
+        if room <= 0:
+            return b.position + b.size
+    return min(split.end, reader.size)
+
+
+def iter_batch_columns(splits: Iterable[SegmentSplit], *, validate: bool = True,
+                       max_rows: int = 8192) -> Iterator[BatchColumns]:
+    """The batch rows of ``splits`` as column chunks of at most ``max_rows`` rows, streaming from
+    memory maps whose pages are released behind the scan (memory stays at one chunk)."""
+    out = BatchColumns()
+    for split in splits:
+        seg = split.segment
+        try:
+            reader = SegmentReader(Path(seg.path))
+        except StorageError as exc:
+            out.add_row(_error_row(seg, split.start, 0, f"unreadable: {exc}"))
+            reader = None
+        if reader is not None:
+            with reader:
+                mv, size = reader.data, reader.size
+                end = min(split.end, size)
+                pos: int | None = split.start
+                released = split.start - split.start % RELEASE_ALIGN
+                ahead = split.start  # read-ahead is requested up to here
+                while pos is not None and pos < end:
+                    stop = min(end, pos + RELEASE_INTERVAL_BYTES)
+                    if ahead < min(end, pos + 2 * RELEASE_INTERVAL_BYTES):  # keep two windows requested
+                        reader.prefetch(ahead, 2 * RELEASE_INTERVAL_BYTES)
+                        ahead += 2 * RELEASE_INTERVAL_BYTES
+                    pos = _plain_v2_run(mv, pos, stop, size, validate, out, max_rows - len(out))
+                    if pos < stop and len(out) < max_rows:
+                        pos = _other_run(split, reader, pos, validate, out, max_rows - len(out))
+                    if len(out) >= max_rows:
+                        out.fill_split(seg)
+                        yield out
+                        out = BatchColumns()
+                    if pos is not None and pos - released >= RELEASE_INTERVAL_BYTES:
+                        upto = pos - pos % RELEASE_ALIGN
+                        reader.release(released, upto)
+                        released = upto
+        out.fill_split(seg)
+        if len(out) >= max_rows:
+            yield out
+            out = BatchColumns()
+    if len(out):
+        yield out
+
+
 def iter_batch_rows(split: SegmentSplit | SegmentFile, *, validate: bool = True) -> Iterator[BatchRow]:
     """The batch rows of a split (or a whole segment), streaming from a memory map."""
     if isinstance(split, SegmentFile):
         split = SegmentSplit(split, 0, split.size)
-    seg = split.segment
-    try:
-        reader = SegmentReader(Path(seg.path))
-    except StorageError as exc:
-        yield _error_row(seg, split.start, 0, f"unreadable: {exc}")
-        return
-    with reader:
-        for b, err in _scanned(split, reader):
-            yield err if b is None else _batch_row(seg, b, validate)  # type: ignore[misc]
+    for chunk in iter_batch_columns([split], validate=validate):
+        yield from chunk.rows()
 
 
 def iter_record_rows(split: SegmentSplit | SegmentFile) -> Iterator[RecordRow]:
@@ -317,9 +465,24 @@ def iter_record_rows(split: SegmentSplit | SegmentFile) -> Iterator[RecordRow]:
 def scan_segments(segments: Iterable[SegmentFile], *, validate: bool = True,
                   max_split_bytes: int = DEFAULT_MAX_SPLIT_BYTES) -> Iterator[BatchRow]:
     """The batch rows of many segments, in order (the single-process scan)."""
-    for seg in segments:
-        for split in plan_splits(seg, max_split_bytes):
-            yield from iter_batch_rows(split, validate=validate)
+    for chunk in scan_segment_columns(segments, validate=validate, max_split_bytes=max_split_bytes):
+        yield from chunk.rows()
+
+
+def scan_segment_columns(segments: Iterable[SegmentFile], *, validate: bool = True,
+                         max_split_bytes: int = DEFAULT_MAX_SPLIT_BYTES,
+                         max_rows: int = 8192) -> Iterator[BatchColumns]:
+    """The batch rows of many segments as column chunks, in order."""
+    splits = (split for seg in segments for split in plan_splits(seg, max_split_bytes))
+    yield from iter_batch_columns(splits, validate=validate, max_rows=max_rows)
+
+
+def columns_to_arrow(columns: Sequence[Sequence[object]], schema: pa.Schema) -> pa.RecordBatch:
+    """One Arrow record batch of ``schema`` from its columns (the batch or record table's)."""
+    import pyarrow as pa
+
+    arrays = [pa.array(col, type=f.type) for col, f in zip(columns, schema, strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 # ---------------------------------------------------------------------- summary
@@ -427,20 +590,24 @@ __all__ = [
     "BATCH_COLUMNS",
     "DEFAULT_MAX_SPLIT_BYTES",
     "RECORD_COLUMNS",
+    "BatchColumns",
     "BatchRow",
     "PartitionSummary",
     "RecordRow",
     "ScanError",
     "SegmentFile",
     "SegmentSplit",
+    "columns_to_arrow",
     "discover_segments",
     "is_metadata_partition",
     "is_segment_path",
+    "iter_batch_columns",
     "iter_batch_rows",
     "iter_record_rows",
     "locate_segment",
     "partition_dirs",
     "plan_splits",
+    "scan_segment_columns",
     "scan_segments",
     "summarize",
     "totals",

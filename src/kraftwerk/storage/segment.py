@@ -217,21 +217,36 @@ class SegmentReader:
         (``MADV_DONTNEED``; the data stays in the page cache and earlier batch views stay valid,
         they just fault the page back in if read again).
         """
-        mapping = self._map
-        if mapping is None or not hasattr(mapping, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
-            yield from batches
-            return
         page = mmap.PAGESIZE
         released = 0
         for batch in batches:
             yield batch
             upto = batch.position - batch.position % page
             if upto - released >= RELEASE_INTERVAL_BYTES:
-                try:
-                    mapping.madvise(mmap.MADV_DONTNEED, released, upto - released)
-                except (OSError, ValueError) as exc:  # the map was closed under us, or no support
-                    log.debug("%s: cannot release mapped pages: %s", self.path, exc)
+                self.release(released, upto)
                 released = upto
+
+    def release(self, start: int, upto: int) -> None:
+        """Drop the mapped pages of ``[start, upto)`` (page-aligned offsets) from this process: they
+        stay in the page cache, and a later read of them faults them back in (``MADV_DONTNEED``)."""
+        mapping = self._map
+        if mapping is None or upto <= start or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        try:
+            mapping.madvise(mmap.MADV_DONTNEED, start, upto - start)
+        except (OSError, ValueError) as exc:  # the map was closed under us, or no support
+            log.debug("%s: cannot release mapped pages: %s", self.path, exc)
+
+    def prefetch(self, start: int, length: int) -> None:
+        """Start reading ``[start, start + length)`` into the page cache in the background
+        (``POSIX_FADV_WILLNEED``), so a scan's CPU work overlaps the disk instead of waiting on each
+        page fault."""
+        if self._file is None or not hasattr(os, "posix_fadvise"):
+            return
+        try:
+            os.posix_fadvise(self._file, start, length, os.POSIX_FADV_WILLNEED)
+        except OSError as exc:
+            log.debug("%s: no read-ahead: %s", self.path, exc)
 
     def batches(self, start: int = 0, *, validate: bool = True, deep: bool = False) -> Iterator[RecordBatch]:
         """Every batch from ``start``; a partial batch at the very end is ignored like Kafka's readers,
