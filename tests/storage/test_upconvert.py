@@ -284,7 +284,10 @@ def test_ledger_verification_catches_a_changed_v2_copy_and_a_missing_batch(tmp_p
         good = b"".join(converted_chunks(reader, ledger))
     new = tmp_path / "new.log"
     new.write_bytes(good)
-    assert verify_with_ledger(old, new, ledger) == 12 + 6
+    verified = verify_with_ledger(old, new, ledger)
+    assert verified.records == 12 + 6
+    with SegmentReader(new) as written:  # the indexes are built from these: they must be the file's
+        assert verified.batches == written.summaries()
     other = RecordsBuilder(2, base_offset=12)
     for i in range(3):  # a valid v2 batch with the same offsets but other content
         other.append(1_700_000_000_000 + i, b"k%d" % (12 + i), b"other")

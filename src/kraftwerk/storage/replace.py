@@ -34,7 +34,7 @@ from pathlib import Path
 
 from kraftwerk.storage.errors import ReplaceError
 from kraftwerk.storage.fileio import Bytes, fsync_dir, translate_os_errors, write_and_sync
-from kraftwerk.storage.index import DEFAULT_INDEX_INTERVAL_BYTES
+from kraftwerk.storage.index import DEFAULT_INDEX_INTERVAL_BYTES, BatchSummary
 from kraftwerk.storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -95,18 +95,24 @@ class SegmentReplacement:
         self.index_interval_bytes = index_interval_bytes
         self._new: list[int] = []
 
-    def add_segment(self, base_offset: int, chunks: Bytes | Iterable[Bytes]) -> Path:
-        """Write one new segment's log (and its indexes) under ``.cleaned`` names."""
+    def add_segment(self, base_offset: int, chunks: Bytes | Iterable[Bytes], *,
+                    check: Callable[[Path], Iterable[BatchSummary]] | None = None) -> Path:
+        """Write one new segment's log (and its indexes) under ``.cleaned`` names.
+
+        ``check`` reads the written log back before its indexes are written (raising refuses it) and
+        returns its batches' summaries, from which the indexes are built without a second read.
+        """
         if base_offset in self._new:
             raise ReplaceError(f"segment {base_offset} was already added to this replacement")
         seg = Segment(self.directory, base_offset)
+        self._new.append(base_offset)  # from here on abort() removes whatever was written
         target = seg.log_path.with_name(seg.log_path.name + CLEANED_SUFFIX)
         self.hook(ReplaceStep.WRITE_CLEANED, target)
         parts: Iterable[Bytes] = (chunks,) if isinstance(chunks, bytes | bytearray | memoryview) else chunks
         write_and_sync(target, parts)
+        summaries = None if check is None else check(target)
         self.hook(ReplaceStep.WRITE_CLEANED, seg.index_path.with_name(seg.index_path.name + CLEANED_SUFFIX))
-        write_indexes(seg, self.index_interval_bytes, suffix=CLEANED_SUFFIX)
-        self._new.append(base_offset)
+        write_indexes(seg, self.index_interval_bytes, suffix=CLEANED_SUFFIX, summaries=summaries)
         return target
 
     def abort(self) -> None:

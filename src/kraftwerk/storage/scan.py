@@ -43,6 +43,7 @@ from kraftwerk.storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     RELEASE_INTERVAL_BYTES,
+    ReadAhead,
     SegmentReader,
     file_name,
     parse_partition_dir_name,
@@ -404,17 +405,14 @@ def iter_batch_columns(splits: Iterable[SegmentSplit], *, validate: bool = True,
             out.add_row(_error_row(seg, split.start, 0, f"unreadable: {exc}"))
             reader = None
         if reader is not None:
-            with reader:
+            end = min(split.end, reader.size)
+            with reader, ReadAhead(Path(seg.path), split.start, end) as ahead:
                 mv, size = reader.data, reader.size
-                end = min(split.end, size)
                 pos: int | None = split.start
                 released = split.start - split.start % RELEASE_ALIGN
-                ahead = split.start  # read-ahead is requested up to here
                 while pos is not None and pos < end:
                     stop = min(end, pos + RELEASE_INTERVAL_BYTES)
-                    if ahead < min(end, pos + 2 * RELEASE_INTERVAL_BYTES):  # keep two windows requested
-                        reader.prefetch(ahead, 2 * RELEASE_INTERVAL_BYTES)
-                        ahead += 2 * RELEASE_INTERVAL_BYTES
+                    ahead.advance(pos)
                     pos = _plain_v2_run(mv, pos, stop, size, validate, out, max_rows - len(out))
                     if pos < stop and len(out) < max_rows:
                         pos = _other_run(split, reader, pos, validate, out, max_rows - len(out))

@@ -16,6 +16,7 @@ import mmap
 import os
 import re
 import stat
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,6 +161,87 @@ class SegmentScan:
         return self.size - self.valid_bytes
 
 
+class ReadAhead:
+    """Keeps the page cache up to ``2 * window`` bytes ahead of a sequential scan of ``[start, end)``.
+
+    A memory-mapped scan of a cold file waits on the disk at every page fault, so a cold scan took
+    disk time plus parsing time. Unless sampled pages show the range is already in the page cache,
+    a background thread reads the next window with one ``preadv`` (which releases the GIL; a thread
+    that wants the GIL often waits up to the 5 ms switch interval each time) while the scan parses
+    the current one. ``POSIX_FADV_WILLNEED`` would need no buffer, but the kernel caps how much it
+    reads per call. Use as a context manager and report progress with :meth:`advance`.
+    """
+
+    SAMPLES = 8
+
+    def __init__(self, path: Path, start: int, end: int, window: int = RELEASE_INTERVAL_BYTES) -> None:
+        self._end = end
+        self._asked = start
+        self._pos = start
+        self._window = window
+        self._closed = False
+        self._cond = threading.Condition()
+        self._fd = os.open(path, os.O_RDONLY)
+        self._buffer = bytearray(mmap.PAGESIZE)
+        self._thread: threading.Thread | None = None
+        if end - start > window and not self._cached(start, end):
+            self._buffer = bytearray(window)
+            self._thread = threading.Thread(target=self._run, name=f"read-ahead {path.name}", daemon=True)
+            self._thread.start()
+
+    def _cached(self, start: int, end: int) -> bool:
+        """Whether evenly spaced pages of the range are all in the page cache (an ``RWF_NOWAIT``
+        read fails instead of waiting for the disk)."""
+        nowait = getattr(os, "RWF_NOWAIT", None)
+        if nowait is None:
+            return False
+        page = mmap.PAGESIZE
+        step = max(page, (end - start) // self.SAMPLES)
+        for at in range(start, end, step):
+            try:
+                if os.preadv(self._fd, [self._buffer], at - at % page, nowait) <= 0:
+                    return False
+            except BlockingIOError:
+                return False
+        return True
+
+    def advance(self, position: int) -> None:
+        """The scan has reached ``position`` (wakes the thread only when a window is due, so the
+        two threads do not trade the GIL at every call)."""
+        self._pos = position
+        if self._thread is not None and self._asked < self._end and self._asked < position + 2 * self._window:
+            with self._cond:
+                self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._closed and (self._asked >= self._end
+                                            or self._asked >= self._pos + 2 * self._window):
+                    self._cond.wait()
+                if self._closed:
+                    return
+                start = self._asked
+                length = min(self._window, self._end - start)
+                self._asked += length
+            try:
+                os.preadv(self._fd, [memoryview(self._buffer)[:length]], start)
+            except OSError as exc:  # only a speed-up: the scan reads the bytes either way
+                log.debug("read-ahead stopped: %s", exc)
+                return
+
+    def __enter__(self) -> ReadAhead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread is not None:
+            with self._cond:
+                self._closed = True
+                self._cond.notify()
+            self._thread.join()
+        os.close(self._fd)
+
+
 class SegmentReader:
     """A memory-mapped ``.log`` file read as record batches (a context manager).
 
@@ -236,17 +318,6 @@ class SegmentReader:
             mapping.madvise(mmap.MADV_DONTNEED, start, upto - start)
         except (OSError, ValueError) as exc:  # the map was closed under us, or no support
             log.debug("%s: cannot release mapped pages: %s", self.path, exc)
-
-    def prefetch(self, start: int, length: int) -> None:
-        """Start reading ``[start, start + length)`` into the page cache in the background
-        (``POSIX_FADV_WILLNEED``), so a scan's CPU work overlaps the disk instead of waiting on each
-        page fault."""
-        if self._file is None or not hasattr(os, "posix_fadvise"):
-            return
-        try:
-            os.posix_fadvise(self._file, start, length, os.POSIX_FADV_WILLNEED)
-        except OSError as exc:
-            log.debug("%s: no read-ahead: %s", self.path, exc)
 
     def batches(self, start: int = 0, *, validate: bool = True, deep: bool = False) -> Iterator[RecordBatch]:
         """Every batch from ``start``; a partial batch at the very end is ignored like Kafka's readers,
@@ -348,19 +419,23 @@ class SegmentIndexes:
     times: tuple[TimeIndexEntry, ...]
 
 
-def compute_indexes(log_path: Path,
-                    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> SegmentIndexes:
-    """The index entries Kafka would rebuild for this segment's valid batches."""
-    with SegmentReader(log_path) as reader:
-        offsets, times = build_indexes(reader.iter_summaries(), index_interval_bytes)
+def compute_indexes(log_path: Path, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+                    summaries: Iterable[BatchSummary] | None = None) -> SegmentIndexes:
+    """The index entries Kafka would rebuild for this segment's valid batches (from ``summaries``
+    of them when the caller has just read the file anyway)."""
+    if summaries is not None:
+        offsets, times = build_indexes(summaries, index_interval_bytes)
+    else:
+        with SegmentReader(log_path) as reader:
+            offsets, times = build_indexes(reader.iter_summaries(), index_interval_bytes)
     return SegmentIndexes(tuple(offsets), tuple(times))
 
 
 def write_indexes(segment: Segment, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
-                  *, suffix: str = "") -> SegmentIndexes:
+                  *, suffix: str = "", summaries: Iterable[BatchSummary] | None = None) -> SegmentIndexes:
     """Rebuild ``.index`` and ``.timeindex`` of a segment, crash-safely (``suffix``: e.g. ``.cleaned``)."""
     log_path = segment.log_path.with_name(segment.log_path.name + suffix)
-    idx = compute_indexes(log_path, index_interval_bytes)
+    idx = compute_indexes(log_path, index_interval_bytes, summaries)
     atomic_write(segment.index_path.with_name(segment.index_path.name + suffix),
                  format_offset_index(idx.offsets, segment.base_offset))
     atomic_write(segment.time_index_path.with_name(segment.time_index_path.name + suffix),

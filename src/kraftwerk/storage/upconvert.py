@@ -43,6 +43,7 @@ from kraftwerk.records.errors import RecordsError
 from kraftwerk.records.types import MAGIC_V2, RECORD_BATCH_OVERHEAD, CompressionType
 from kraftwerk.storage.errors import LogDirLockedError, StorageError
 from kraftwerk.storage.fileio import atomic_write, translate_os_errors
+from kraftwerk.storage.index import BatchSummary
 from kraftwerk.storage.lock import LogDirLock, lock_holder
 from kraftwerk.storage.replace import CLEANED_SUFFIX, ReplaceHook, SegmentReplacement, recover_replacements
 from kraftwerk.storage.scan import ScanError, partition_dirs
@@ -204,14 +205,25 @@ def converted_chunks(reader: SegmentReader, ledger: ConversionLedger | None = No
         yield bytes(buf)
 
 
-def verify_with_ledger(old_path: Path, new_path: Path, ledger: ConversionLedger) -> int:
+@dataclass(frozen=True, slots=True)
+class Verified:
+    """A converted segment that read back as what was converted: its record count, and its batches'
+    summaries for building the indexes without reading the file again."""
+
+    records: int
+    batches: list[BatchSummary]
+
+
+def verify_with_ledger(old_path: Path, new_path: Path, ledger: ConversionLedger) -> Verified:
     """Read ``new_path`` back (CRCs checked, magic 2 only) and compare its content with what the
     conversion read from ``old_path``; on a difference, :func:`verify_converted` names where."""
     digest = ContentDigest()
+    summaries: list[tuple[int, int, int, int]] = []
     try:
         with SegmentReader(new_path) as new:
             count, end = digest_v2_batches(new.data, digest, ledger.copied,
-                                           max_decompressed_size=new.max_decompressed_size)
+                                           max_decompressed_size=new.max_decompressed_size,
+                                           summaries=summaries)
             if end != new.size:
                 raise VerificationError(f"{new_path}: unreadable batch at byte {end}: "
                                         f"{new.size - end} trailing bytes")
@@ -220,7 +232,7 @@ def verify_with_ledger(old_path: Path, new_path: Path, ledger: ConversionLedger)
     if count != ledger.batches or digest.digest() != ledger.digest.digest():
         verify_converted(old_path, new_path)  # names the first difference
         raise VerificationError(f"{new_path} does not hold the records of {old_path}")
-    return digest.record_count
+    return Verified(digest.record_count, [BatchSummary(*s) for s in summaries])
 
 
 def _legacy_view(b: RecordBatch) -> list[Record]:
@@ -361,18 +373,23 @@ def upconvert_partition(partition_dir: Path, *, in_place: bool = False, out_dir:
 
 def _convert_in_place(seg: Segment, hook: ReplaceHook | None) -> tuple[int, int]:
     rep = SegmentReplacement(seg.directory, hook=hook)
+    verified: list[Verified] = []
+
+    def check(cleaned: Path) -> list[BatchSummary]:
+        verified.append(verify_with_ledger(seg.log_path, cleaned, ledger))
+        return verified[-1].batches
+
     try:
         with SegmentReader(seg.log_path) as reader:
             ledger = ConversionLedger()
-            cleaned = rep.add_segment(seg.base_offset, converted_chunks(reader, ledger))
+            cleaned = rep.add_segment(seg.base_offset, converted_chunks(reader, ledger), check=check)
         _copy_txn_index(seg, seg.txn_index_path.with_name(seg.txn_index_path.name + CLEANED_SUFFIX))
-        records = verify_with_ledger(seg.log_path, cleaned, ledger)
         size = cleaned.stat().st_size
     except BaseException:
         rep.abort()
         raise
     rep.commit([seg.base_offset])
-    return size, records
+    return size, verified[0].records
 
 
 def _convert_to(seg: Segment, target_dir: Path) -> tuple[int, int]:
@@ -383,14 +400,14 @@ def _convert_to(seg: Segment, target_dir: Path) -> tuple[int, int]:
         ledger = ConversionLedger()
         atomic_write(out.log_path, converted_chunks(reader, ledger))
     try:
-        records = verify_with_ledger(seg.log_path, out.log_path, ledger)
+        verified = verify_with_ledger(seg.log_path, out.log_path, ledger)
     except UpconvertError:
         for p in out.paths():
             p.unlink(missing_ok=True)
         raise
-    write_indexes(out)
+    write_indexes(out, summaries=verified.batches)
     _copy_txn_index(seg, out.txn_index_path)
-    return out.log_path.stat().st_size, records
+    return out.log_path.stat().st_size, verified.records
 
 
 # ---------------------------------------------------------------------- log dirs
@@ -503,6 +520,7 @@ __all__ = [
     "Status",
     "UpconvertError",
     "VerificationError",
+    "Verified",
     "WorkItem",
     "census",
     "converted_chunks",
