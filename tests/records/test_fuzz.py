@@ -116,3 +116,30 @@ def test_garbage_inside_valid_framing(magic: int, codec: CompressionType, inner:
         msg = encode_legacy_message(magic, int(codec), 0, None, payload)
         data = (5).to_bytes(8, "big") + len(msg).to_bytes(4, "big") + msg
     _exercise(data)
+
+
+@settings(max_examples=500, deadline=None)
+@given(magic=st.sampled_from([0, 1]), n=st.integers(0, 6), data=st.data())
+def test_message_count_fold_equals_iter_spans(magic: int, n: int, data: st.DataObject) -> None:
+    """``_last_span`` (the wrapper count of a scan) is ``iter_spans`` folded: same result, same error."""
+    from kraftwerk.records.batch import _last_span
+    from kraftwerk.records.batch import iter_spans as spans
+
+    blob = bytearray(build_records([(i, 1_000 + i, b"k", b"v" * i, ()) for i in range(n)], magic=magic)
+                     if n else b"")
+    starts = [p for p, _, _ in spans(bytes(blob))] + [len(blob)]
+    for _ in range(data.draw(st.integers(0, 2))):  # a size or magic byte of some message
+        at = data.draw(st.sampled_from(starts)) + data.draw(st.sampled_from([8, 9, 10, 11, 16]))
+        if at < len(blob):
+            blob[at] = data.draw(st.sampled_from([0, 1, 2, 3, 13, 14, 127, 128, 255]))
+    blob = blob[:max(0, data.draw(st.sampled_from(starts)) + data.draw(st.integers(-18, 18)))]
+    try:
+        listed = [p for p, _, _ in spans(bytes(blob))]
+        expected: object = (listed[-1] if listed else -1, len(listed))
+    except RecordsError as exc:
+        expected = (type(exc), str(exc))
+    try:
+        got: object = _last_span(bytes(blob))
+    except RecordsError as exc:
+        got = (type(exc), str(exc))
+    assert got == expected

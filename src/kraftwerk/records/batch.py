@@ -431,16 +431,10 @@ class RecordBatch:
         if self._base_offset is not None and self._count is not None:
             return self._base_offset, self._count
         payload = self.decompressed_payload()
-        first_pos = last_pos = -1
-        count = 0
-        for pos, _, _ in iter_spans(payload):
-            if first_pos < 0:
-                first_pos = pos
-            last_pos = pos
-            count += 1
+        last_pos, count = _last_span(payload)
         if count == 0:
             return self.base_offset, self.record_count
-        (first,) = _LOG_HEADER_OFFSET.unpack_from(payload, first_pos)
+        (first,) = _LOG_HEADER_OFFSET.unpack_from(payload, 0)
         if self.magic == MAGIC_V0:
             return first, count
         (last,) = _LOG_HEADER_OFFSET.unpack_from(payload, last_pos)
@@ -813,6 +807,16 @@ class _Truncated(Exception):
         self.position = position
 
 
+def _too_small(size: int, pos: int) -> CorruptRecordError:
+    return CorruptRecordError(
+        f"Record size {size} is less than the minimum record overhead ({RECORD_OVERHEAD_V0})", pos)
+
+
+def _bad_magic(magic: int, pos: int) -> UnsupportedMagicError:
+    signed = magic if magic < 128 else magic - 256
+    return UnsupportedMagicError(f"Invalid magic found in record: {signed}", pos)
+
+
 def _spans(mv: memoryview, pos: int, end: int) -> Iterator[tuple[int, int, int]]:
     """(position, size, magic) of each batch; ``_Truncated`` at a partial tail, ``CorruptRecordError``
     at bad framing (size below the minimum, unknown magic)."""
@@ -823,19 +827,42 @@ def _spans(mv: memoryview, pos: int, end: int) -> Iterator[tuple[int, int, int]]
             raise _Truncated(f"{remaining} trailing bytes are shorter than a batch header", pos)
         _, size = unpack(mv, pos)
         if size < RECORD_OVERHEAD_V0:
-            raise CorruptRecordError(
-                f"Record size {size} is less than the minimum record overhead ({RECORD_OVERHEAD_V0})", pos)
+            raise _too_small(size, pos)
         if remaining < _MAGIC_POS + 1:
             raise _Truncated(f"{remaining} trailing bytes are shorter than a batch header", pos)
         magic = mv[pos + _MAGIC_POS]
         if magic > MAGIC_V2:
-            signed = magic if magic < 128 else magic - 256
-            raise UnsupportedMagicError(f"Invalid magic found in record: {signed}", pos)
+            raise _bad_magic(magic, pos)
         total = size + LOG_OVERHEAD
         if total > remaining:
             raise _Truncated(f"batch of {total} bytes but only {remaining} bytes left", pos)
         yield pos, total, magic
         pos += total
+
+
+def _last_span(data: bytes) -> tuple[int, int]:
+    """(position of the last message, number of messages) of an inner message set: :func:`iter_spans`
+    folded into one loop (same checks, a partial tail ignored), because counting the messages of
+    every compressed v0/v1 wrapper was half of a fleet scan's time."""
+    unpack = _LOG_HEADER.unpack_from
+    end = len(data)
+    pos = 0
+    last = -1
+    count = 0
+    while end - pos >= LOG_OVERHEAD:
+        _, size = unpack(data, pos)
+        if size < RECORD_OVERHEAD_V0:
+            raise _too_small(size, pos)
+        if end - pos < _MAGIC_POS + 1:
+            break
+        if data[pos + _MAGIC_POS] > MAGIC_V2:
+            raise _bad_magic(data[pos + _MAGIC_POS], pos)
+        if size + LOG_OVERHEAD > end - pos:
+            break
+        last = pos
+        count += 1
+        pos += size + LOG_OVERHEAD
+    return last, count
 
 
 def _frame(mv: memoryview, pos: int, end: int, max_decompressed: int) -> Iterator[RecordBatch]:

@@ -55,7 +55,10 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 FORMAT = "kafka-log"
-DEFAULT_ARROW_BATCH_ROWS = 8192
+#: rows per Arrow batch: batch rows are small (~150 bytes), and the JVM's cost per batch it receives
+#: showed (8192 -> 32768 rows cut the driver's CPU per GiB scanned by ~20 %); record rows carry
+#: values, so their batches also stop at ``arrowBatchBytes``
+DEFAULT_ARROW_BATCH_ROWS = 32768
 #: segment bytes per input partition (small segments and splits are packed up to this): a task
 #: of a Python data source costs Spark ~0.03-0.07 s, ~5 % of scanning 1 GiB
 DEFAULT_PARTITION_BYTES = 1024 * 1024 * 1024
