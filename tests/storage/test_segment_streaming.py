@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import struct
-import time
 from pathlib import Path
 
 import pytest
@@ -107,39 +106,3 @@ def test_released_pages_do_not_change_what_a_scan_reads(tmp_path: Path,
         assert reader.scan(deep=True) == full
         assert reader.summaries() == list(reader.iter_summaries())
     assert compute_indexes(path) == indexes
-
-
-def test_read_ahead_starts_no_thread_for_a_file_in_the_page_cache(tmp_path: Path) -> None:
-    path = tmp_path / "warm.log"
-    path.write_bytes(b"x" * (3 * 4096 * 8))  # just written: in the page cache
-    with segment_mod.ReadAhead(path, 0, path.stat().st_size, window=4096) as ahead:
-        assert ahead._thread is None
-        ahead.advance(4096)
-
-
-def test_read_ahead_reads_windows_ahead_of_the_scan_and_stops_when_closed(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "cold.log"
-    window = 4096
-    path.write_bytes(bytes(range(256)) * (window * 10 // 256))
-    reads: list[int] = []
-    real_preadv = segment_mod.os.preadv
-
-    def preadv(fd: int, buffers: list[memoryview], offset: int, *flags: int) -> int:
-        reads.append(offset)
-        return real_preadv(fd, buffers, offset, *flags)
-
-    monkeypatch.setattr(segment_mod.ReadAhead, "_cached", lambda self, start, end: False)
-    monkeypatch.setattr(segment_mod.os, "preadv", preadv)
-    with segment_mod.ReadAhead(path, window, 10 * window, window=window) as ahead:
-        thread = ahead._thread
-        assert thread is not None
-        deadline = time.monotonic() + 5
-        while len(reads) < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert reads == [window, 2 * window]  # two windows ahead of the scan's start, no more
-        ahead.advance(5 * window)
-        while len(reads) < 6 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert reads == [w * window for w in range(1, 7)]
-    assert not thread.is_alive()

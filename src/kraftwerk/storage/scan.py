@@ -43,7 +43,6 @@ from kraftwerk.storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     RELEASE_INTERVAL_BYTES,
-    ReadAhead,
     SegmentReader,
     file_name,
     parse_partition_dir_name,
@@ -406,13 +405,12 @@ def iter_batch_columns(splits: Iterable[SegmentSplit], *, validate: bool = True,
             reader = None
         if reader is not None:
             end = min(split.end, reader.size)
-            with reader, ReadAhead(Path(seg.path), split.start, end) as ahead:
+            with reader:
                 mv, size = reader.data, reader.size
                 pos: int | None = split.start
                 released = split.start - split.start % RELEASE_ALIGN
                 while pos is not None and pos < end:
                     stop = min(end, pos + RELEASE_INTERVAL_BYTES)
-                    ahead.advance(pos)
                     pos = _plain_v2_run(mv, pos, stop, size, validate, out, max_rows - len(out))
                     if pos < stop and len(out) < max_rows:
                         pos = _other_run(split, reader, pos, validate, out, max_rows - len(out))

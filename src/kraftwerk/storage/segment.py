@@ -16,7 +16,6 @@ import mmap
 import os
 import re
 import stat
-import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,87 +158,6 @@ class SegmentScan:
     @property
     def truncated_bytes(self) -> int:
         return self.size - self.valid_bytes
-
-
-class ReadAhead:
-    """Keeps the page cache up to ``2 * window`` bytes ahead of a sequential scan of ``[start, end)``.
-
-    A memory-mapped scan of a cold file waits on the disk at every page fault, so a cold scan took
-    disk time plus parsing time. Unless sampled pages show the range is already in the page cache,
-    a background thread reads the next window with one ``preadv`` (which releases the GIL; a thread
-    that wants the GIL often waits up to the 5 ms switch interval each time) while the scan parses
-    the current one. ``POSIX_FADV_WILLNEED`` would need no buffer, but the kernel caps how much it
-    reads per call. Use as a context manager and report progress with :meth:`advance`.
-    """
-
-    SAMPLES = 8
-
-    def __init__(self, path: Path, start: int, end: int, window: int = RELEASE_INTERVAL_BYTES) -> None:
-        self._end = end
-        self._asked = start
-        self._pos = start
-        self._window = window
-        self._closed = False
-        self._cond = threading.Condition()
-        self._fd = os.open(path, os.O_RDONLY)
-        self._buffer = bytearray(mmap.PAGESIZE)
-        self._thread: threading.Thread | None = None
-        if end - start > window and not self._cached(start, end):
-            self._buffer = bytearray(window)
-            self._thread = threading.Thread(target=self._run, name=f"read-ahead {path.name}", daemon=True)
-            self._thread.start()
-
-    def _cached(self, start: int, end: int) -> bool:
-        """Whether evenly spaced pages of the range are all in the page cache (an ``RWF_NOWAIT``
-        read fails instead of waiting for the disk)."""
-        nowait = getattr(os, "RWF_NOWAIT", None)
-        if nowait is None:
-            return False
-        page = mmap.PAGESIZE
-        step = max(page, (end - start) // self.SAMPLES)
-        for at in range(start, end, step):
-            try:
-                if os.preadv(self._fd, [self._buffer], at - at % page, nowait) <= 0:
-                    return False
-            except BlockingIOError:
-                return False
-        return True
-
-    def advance(self, position: int) -> None:
-        """The scan has reached ``position`` (wakes the thread only when a window is due, so the
-        two threads do not trade the GIL at every call)."""
-        self._pos = position
-        if self._thread is not None and self._asked < self._end and self._asked < position + 2 * self._window:
-            with self._cond:
-                self._cond.notify()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._closed and (self._asked >= self._end
-                                            or self._asked >= self._pos + 2 * self._window):
-                    self._cond.wait()
-                if self._closed:
-                    return
-                start = self._asked
-                length = min(self._window, self._end - start)
-                self._asked += length
-            try:
-                os.preadv(self._fd, [memoryview(self._buffer)[:length]], start)
-            except OSError as exc:  # only a speed-up: the scan reads the bytes either way
-                log.debug("read-ahead stopped: %s", exc)
-                return
-
-    def __enter__(self) -> ReadAhead:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._thread is not None:
-            with self._cond:
-                self._closed = True
-                self._cond.notify()
-            self._thread.join()
-        os.close(self._fd)
 
 
 class SegmentReader:
