@@ -18,6 +18,7 @@ the driver and every executor (local disks in ``local[*]``, a shared mount on a 
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import json
 import logging
@@ -55,9 +56,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 FORMAT = "kafka-log"
-#: rows per Arrow batch: batch rows are small (~150 bytes), and the JVM's cost per batch it receives
-#: showed (8192 -> 32768 rows cut the driver's CPU per GiB scanned by ~20 %); record rows carry
-#: values, so their batches also stop at ``arrowBatchBytes``
+#: rows per Arrow batch: batch rows are small (~150 bytes) and the JVM pays per batch it receives
+#: (8192 -> 32768 rows cut the driver's CPU per GiB scanned by ~20 %); record rows carry values, so
+#: their batches also stop at ``arrowBatchBytes``
 DEFAULT_ARROW_BATCH_ROWS = 32768
 #: segment bytes per input partition (small segments and splits are packed up to this): a task
 #: of a Python data source costs Spark ~0.03-0.07 s, ~5 % of scanning 1 GiB
@@ -94,11 +95,11 @@ def pack_work(items: Sequence[T], sizes: Sequence[int], tasks: int) -> list[list
     each group keeps the items' given order. Spark's fixed cost per Python task (~0.03-0.07 s) made
     one task per segment or partition dir a large share of the work."""
     tasks = max(1, min(tasks, len(items)))
-    loads = [0] * tasks
+    loads = [(0, g) for g in range(tasks)]  # a heap: a fleet has ~10^5 segments and ~10^4 tasks
     members: list[list[int]] = [[] for _ in range(tasks)]
     for i in sorted(range(len(items)), key=lambda i: -sizes[i]):
-        g = loads.index(min(loads))
-        loads[g] += sizes[i]
+        load, g = loads[0]
+        heapq.heapreplace(loads, (load + sizes[i], g))
         members[g].append(i)
     return [[items[i] for i in sorted(m)] for m in members if m]
 
