@@ -7,6 +7,7 @@ the appending, scheduling and sending.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -20,6 +21,25 @@ class ControllerFollower(Protocol):
     """A core that only needs to know who the active controller is (the broker)."""
 
     def set_controller(self, controller_id: int | None) -> None: ...
+
+
+class KRaftVersionFollower(Protocol):
+    """A core that reports raft's kraft.version as a finalized feature (controller and broker)."""
+
+    kraft_version: int
+
+    def set_kraft_version(self, level: int) -> None: ...
+
+
+def feed_kraft_version(cores: Iterable[KRaftVersionFollower | None], level: int) -> bool:
+    """Hand raft's committed kraft.version to the cores (it lives in KRaft control records, not in
+    the metadata records they replay); True when any core's level changed."""
+    changed = False
+    for core in cores:
+        if core is not None and core.kraft_version != level:
+            core.set_kraft_version(level)
+            changed = True
+    return changed
 
 
 @dataclass(slots=True)

@@ -55,7 +55,7 @@ from kraftwerk.controller.effects import (
     WriteSnapshot,
 )
 from kraftwerk.controller.errors import FatalFaultError
-from kraftwerk.controller.hosting import LeaderWatch, activate, timer_records
+from kraftwerk.controller.hosting import LeaderWatch, activate, feed_kraft_version, timer_records
 from kraftwerk.controller.quorum import (
     CONTROLLER_API_KEYS,
     CONTROLLER_REGISTRATION,
@@ -405,11 +405,8 @@ class Node:
         last = batches[-1]
         end = last.end_offset if isinstance(last, SnapshotLoad) else last.last_offset + 1
         level = self.raft.node.kraft_version_at(end)
-        if self.controller is not None and self.controller.kraft_version != level:
+        if feed_kraft_version((self.controller, self.broker), level):
             log.info("kraft.version is now %d (committed below offset %d)", level, end)
-            self.controller.set_kraft_version(level)
-        if self.broker is not None and self.broker.kraft_version != level:
-            self.broker.set_kraft_version(level)
 
     def _handle_core_effect(self, effect: Any, source: str = "controller") -> None:
         if isinstance(effect, MetadataVersionChanged):

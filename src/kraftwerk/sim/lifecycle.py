@@ -47,7 +47,7 @@ from kraftwerk.controller.effects import (
 )
 from kraftwerk.controller.errors import FatalFaultError
 from kraftwerk.controller.features import feature_level_record
-from kraftwerk.controller.hosting import LeaderWatch, activate, timer_records
+from kraftwerk.controller.hosting import LeaderWatch, activate, feed_kraft_version, timer_records
 from kraftwerk.controller.quorum import (
     BROKER_HEARTBEAT,
     BROKER_REGISTRATION,
@@ -357,11 +357,7 @@ class _Machine:
                 return
             for effect in effects:
                 self.effect(effect)
-            level = node.kraft_version_at(self.drained_to + 1)
-            if self.controller is not None and self.controller.kraft_version != level:
-                self.controller.set_kraft_version(level)
-            if self.broker is not None and self.broker.kraft_version != level:
-                self.broker.set_kraft_version(level)
+            feed_kraft_version((self.controller, self.broker), node.kraft_version_at(self.drained_to + 1))
             applied = self.applied_offset
             if applied >= 0:
                 sim.lifecycle.check_view(self.nid, applied, finalized_levels(self.core.image), source=source)
