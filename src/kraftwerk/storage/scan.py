@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import mmap
 import os
 import struct
 from collections.abc import Iterable, Iterator, Sequence
@@ -59,7 +58,6 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_SPLIT_BYTES = 128 * 1024 * 1024
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 _BASE_OFFSET = struct.Struct(">q")
-RELEASE_ALIGN = mmap.PAGESIZE
 
 
 class ScanError(StorageError):
@@ -408,7 +406,7 @@ def iter_batch_columns(splits: Iterable[SegmentSplit], *, validate: bool = True,
             with reader:
                 mv, size = reader.data, reader.size
                 pos: int | None = split.start
-                released = split.start - split.start % RELEASE_ALIGN
+                released = split.start
                 while pos is not None and pos < end:
                     stop = min(end, pos + RELEASE_INTERVAL_BYTES)
                     pos = _plain_v2_run(mv, pos, stop, size, validate, out, max_rows - len(out))
@@ -419,9 +417,7 @@ def iter_batch_columns(splits: Iterable[SegmentSplit], *, validate: bool = True,
                         yield out
                         out = BatchColumns()
                     if pos is not None and pos - released >= RELEASE_INTERVAL_BYTES:
-                        upto = pos - pos % RELEASE_ALIGN
-                        reader.release(released, upto)
-                        released = upto
+                        released = reader.release(released, pos)
         out.fill_split(seg)
         if len(out) >= max_rows:
             yield out

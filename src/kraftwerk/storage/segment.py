@@ -217,25 +217,26 @@ class SegmentReader:
         (``MADV_DONTNEED``; the data stays in the page cache and earlier batch views stay valid,
         they just fault the page back in if read again).
         """
-        page = mmap.PAGESIZE
         released = 0
         for batch in batches:
             yield batch
-            upto = batch.position - batch.position % page
-            if upto - released >= RELEASE_INTERVAL_BYTES:
-                self.release(released, upto)
-                released = upto
+            if batch.position - released >= RELEASE_INTERVAL_BYTES:
+                released = self.release(released, batch.position)
 
-    def release(self, start: int, upto: int) -> None:
-        """Drop the mapped pages of ``[start, upto)`` (page-aligned offsets) from this process: they
-        stay in the page cache, and a later read of them faults them back in (``MADV_DONTNEED``)."""
+    def release(self, start: int, upto: int) -> int:
+        """Drop the mapped pages between ``start`` and ``upto`` (both rounded down to a page) from
+        this process: they stay in the page cache, and a later read of them faults them back in
+        (``MADV_DONTNEED``). Returns where the released range ends, for the next call."""
+        start -= start % mmap.PAGESIZE
+        upto -= upto % mmap.PAGESIZE
         mapping = self._map
         if mapping is None or upto <= start or not hasattr(mmap, "MADV_DONTNEED"):
-            return
+            return upto
         try:
             mapping.madvise(mmap.MADV_DONTNEED, start, upto - start)
         except (OSError, ValueError) as exc:  # the map was closed under us, or no support
             log.debug("%s: cannot release mapped pages: %s", self.path, exc)
+        return upto
 
     def batches(self, start: int = 0, *, validate: bool = True, deep: bool = False) -> Iterator[RecordBatch]:
         """Every batch from ``start``; a partial batch at the very end is ignored like Kafka's readers,
