@@ -428,8 +428,7 @@ def main() -> None:
         shares = sorted(cold_shares[master])
         print(f"cold scan on Spark {master}: {statistics.median(shares):.0%} of the cold sequential read's "
               f"throughput (median of {len(shares)} scans, each against the cold reads just before and "
-              f"after it; "
-              f"range {shares[0]:.0%}-{shares[-1]:.0%})")
+              f"after it; range {shares[0]:.0%}-{shares[-1]:.0%})")
     print(f"scaling local[1] -> local[2]: scan {scan_scaling:.2f}x, upconvert {up_scaling:.2f}x; "
           f"load average at end {os.getloadavg()[0]:.1f}")
     print(json.dumps({k: round(v, 3) for k, v in results.items()}))
