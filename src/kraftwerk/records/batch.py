@@ -70,7 +70,7 @@ _I32 = struct.Struct(">i")
 _LOG_HEADER_OFFSET = struct.Struct(">q")
 _CONTROL_KEY = struct.Struct(">hh")
 
-_V2_CRC_START = 21  # CRC-32C covers attributes .. end of batch
+V2_CRC_START = 21  # CRC-32C covers attributes .. end of batch
 _LEGACY_CRC_START = LOG_OVERHEAD + 4  # CRC-32 covers magic .. end of message
 _MAGIC_POS = 16
 _INT32_MAX = 0x7FFFFFFF
@@ -288,7 +288,7 @@ class RecordBatch:
         """The checksum of the stored bytes (CRC-32C for v2, CRC-32 for v0/v1)."""
         p = self.position
         if self.magic >= MAGIC_V2:
-            return int(crc32c(self._buf[p + _V2_CRC_START:p + self.size]))
+            return int(crc32c(self._buf[p + V2_CRC_START:p + self.size]))
         return zlib.crc32(self._buf[p + _LEGACY_CRC_START:p + self.size])
 
     @property

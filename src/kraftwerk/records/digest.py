@@ -20,7 +20,7 @@ from crc32c import crc32c
 from kraftwerk.records.batch import (
     _CODECS,
     _MIN_V2_RECORD,
-    _V2_CRC_START,
+    V2_CRC_START,
     V2_HEADER,
     Buffer,
     Header,
@@ -158,7 +158,7 @@ def digest_v2_batches(data: Buffer, digest: ContentDigest, copied: bytes | bytea
             raise CorruptRecordError(f"Record batch is corrupt (the size {size} is smaller than the minimum "
                                      f"allowed overhead {RECORD_BATCH_OVERHEAD})", pos)
         (base_offset, _, _, _, crc, attrs, last_delta, base_ts, max_ts, _, _, _, records) = unpack(mv, pos)
-        computed = crc32c(mv[pos + _V2_CRC_START:pos + size])
+        computed = crc32c(mv[pos + V2_CRC_START:pos + size])
         if computed != crc:
             raise CorruptRecordError(
                 f"Record is corrupt (stored crc = {crc}, computed crc = {computed})", pos)

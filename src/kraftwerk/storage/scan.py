@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from crc32c import crc32c
 
-from kraftwerk.records.batch import _V2_CRC_START, V2_HEADER, BatchScanner, Header, RecordBatch, TailReason
+from kraftwerk.records.batch import V2_CRC_START, V2_HEADER, BatchScanner, Header, RecordBatch, TailReason
 from kraftwerk.records.errors import RecordsError
 from kraftwerk.records.types import (
     LOG_OVERHEAD,
@@ -360,7 +360,7 @@ def _plain_v2_run(mv: memoryview, pos: int, stop: int, size: int, validate: bool
         base_ts(bts)
         max_ts(mts)
         ts_type(_LOG_APPEND_TIME if attrs & 0x08 else _CREATE_TIME)
-        crc_valid(crc32c(mv[pos + _V2_CRC_START:pos + total]) == crc if validate else True)
+        crc_valid(crc32c(mv[pos + V2_CRC_START:pos + total]) == crc if validate else True)
         transactional(attrs & 0x10 != 0)
         control(attrs & 0x20 != 0)
         producer_id(pid)
