@@ -25,7 +25,6 @@ from kraftwerk.storage.scan import (
     BatchRow,
     PartitionSummary,
     ScanError,
-    columns_to_arrow,
     discover_segments,
     scan_segment_columns,
     summarize,
@@ -152,7 +151,7 @@ def _scan_local(log_dirs: list[str], out: Path) -> list[PartitionSummary]:
     def rows() -> Iterator[BatchRow]:
         with pq.ParquetWriter(str(target / "part-00000.parquet"), schema) as writer:
             for chunk in scan_segment_columns(discover_segments(log_dirs)):
-                writer.write_batch(columns_to_arrow(chunk.columns, schema))
+                writer.write_batch(chunk.to_arrow(schema))
                 yield from chunk.rows()
 
     return summarize(rows())

@@ -167,7 +167,7 @@ class KafkaLogReader(DataSourceReader):
             yield from _record_batches(schema, records, self.batch_rows, self.batch_bytes, pa)
         else:
             for chunk in iter_batch_columns(splits, validate=self.validate, max_rows=self.batch_rows):
-                yield columns_to_arrow(chunk.columns, schema)
+                yield chunk.to_arrow(schema)
 
 
 def _record_batches(schema: pa.Schema, rows: Iterator[tuple[Any, ...]], max_rows: int, max_bytes: int,

@@ -22,8 +22,9 @@ import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+import numpy as np
 from crc32c import crc32c
 
 from kraftwerk.records.batch import V2_CRC_START, V2_HEADER, BatchScanner, Header, RecordBatch, TailReason
@@ -292,88 +293,206 @@ def _scanned(split: SegmentSplit, reader: SegmentReader, start: int | None = Non
         yield None, _error_row(seg, tail.position, tail.length, f"{what}: {tail.message}")
 
 
-class BatchColumns:
-    """Batch rows held as columns (one list per :data:`BATCH_COLUMNS` entry), filled split by split.
+#: A v2 batch header as a NumPy record (big-endian, packed): the scan gathers the headers of the
+#: plain v2 batches it framed in one step per window instead of unpacking them one by one.
+_V2_HEADER_RECORD = np.dtype([
+    ("base_offset", ">i8"), ("length", ">i4"), ("partition_leader_epoch", ">i4"), ("magic", "i1"),
+    ("crc", ">u4"), ("attributes", ">i2"), ("last_offset_delta", ">i4"), ("base_timestamp", ">i8"),
+    ("max_timestamp", ">i8"), ("producer_id", ">i8"), ("producer_epoch", ">i2"), ("base_sequence", ">i4"),
+    ("record_count", ">i4")])
+assert _V2_HEADER_RECORD.itemsize == V2_HEADER.size == RECORD_BATCH_OVERHEAD
+_V2_HEADER_NATIVE = _V2_HEADER_RECORD.newbyteorder("=")
+_HEADER_BYTES = np.arange(RECORD_BATCH_OVERHEAD, dtype=np.int64)
+#: The header fields that decide whether a batch is "plain": length, magic, attributes, record count.
+_V2_FRAME = struct.Struct(">8xi4xb4xh34xi")
+_CODEC_NAMES = np.array([c.kafka_name for c in CompressionType], dtype=object)
+_TIMESTAMP_TYPE_NAMES = np.array(
+    [TimestampType.CREATE_TIME.kafka_name, TimestampType.LOG_APPEND_TIME.kafka_name], dtype=object)
 
-    A scan produces ~100k batches per GiB: building a row object per batch and transposing the rows
-    for Arrow cost more than reading the batches, so the scanner appends header fields straight to
-    these lists. ``log_dir``, ``topic``, ``partition`` and ``segment`` are constant within a split and
-    are filled by :meth:`fill_split` for the rows a split added.
+
+class _Piece(NamedTuple):
+    """The rows one split added to a chunk: plain v2 batches as gathered headers, the rest as rows
+    (each with its index among the piece's rows)."""
+
+    segment: SegmentFile
+    positions: np.ndarray
+    headers: np.ndarray
+    crc_valid: np.ndarray
+    others: list[tuple[int, BatchRow]]
+
+
+class _SplitRows:
+    """The rows of one split while its segment is mapped.
+
+    Plain v2 batches are only framed here (position and CRC); :meth:`gather` copies their headers out
+    of the map in one NumPy step, before the scan releases the pages behind it. Every other batch
+    (v0/v1, damage) arrives as a whole :class:`BatchRow`.
     """
 
-    __slots__ = ("_filled", "columns")
+    __slots__ = ("count", "crcs", "gathered", "others", "positions", "segment")
 
-    def __init__(self) -> None:
-        self.columns: list[list[object]] = [[] for _ in BATCH_COLUMNS]
-        self._filled = 0
-
-    def __len__(self) -> int:
-        return len(self.columns[4])
+    def __init__(self, segment: SegmentFile) -> None:
+        self.segment = segment
+        self.count = 0
+        self.positions: list[int] = []
+        self.crcs: list[int] = []
+        self.gathered: list[tuple[np.ndarray, np.ndarray]] = []
+        self.others: list[tuple[int, BatchRow]] = []
 
     def add_row(self, row: BatchRow) -> None:
-        for col, value in zip(self.columns[4:], row[4:], strict=True):
-            col.append(value)
+        self.others.append((self.count, row))
+        self.count += 1
 
-    def fill_split(self, seg: SegmentFile) -> None:
-        n = len(self) - self._filled
-        for col, value in zip(self.columns[:4], (seg.log_dir, seg.topic, seg.partition, seg.base_offset),
-                              strict=True):
-            col.extend(itertools.repeat(value, n))
-        self._filled += n
+    def gather(self, data: np.ndarray) -> None:
+        if self.positions:
+            positions = np.array(self.positions, dtype=np.int64)
+            raw = data[positions[:, None] + _HEADER_BYTES]
+            self.gathered.append((positions, raw.view(_V2_HEADER_RECORD)[:, 0].astype(_V2_HEADER_NATIVE)))
+            self.positions.clear()
+
+    def finish(self, data: np.ndarray, validate: bool) -> _Piece:
+        self.gather(data)
+        if self.gathered:
+            positions = np.concatenate([p for p, _ in self.gathered])
+            headers = np.concatenate([h for _, h in self.gathered])
+        else:
+            positions = np.empty(0, dtype=np.int64)
+            headers = np.empty(0, dtype=_V2_HEADER_NATIVE)
+        if validate:
+            crc_valid = headers["crc"] == np.array(self.crcs, dtype=np.uint32)
+        else:
+            crc_valid = np.ones(len(headers), dtype=bool)
+        return _Piece(self.segment, positions, headers, crc_valid, self.others)
+
+
+class BatchColumns:
+    """A chunk of batch rows, in scan order, as :meth:`rows` or as one Arrow batch (:meth:`to_arrow`).
+
+    A scan produces ~100k batches per GiB: building a row object per plain v2 batch (and transposing
+    the rows for Arrow) cost more than reading the batches, so their columns come straight from the
+    gathered headers as NumPy arrays; only v0/v1 and damaged batches are row objects.
+    """
+
+    __slots__ = ("_pieces", "_rows")
+
+    def __init__(self) -> None:
+        self._pieces: list[_Piece] = []
+        self._rows = 0
+
+    def __len__(self) -> int:
+        return self._rows
+
+    def add(self, piece: _Piece) -> None:
+        self._pieces.append(piece)
+        self._rows += len(piece.positions) + len(piece.others)
+
+    def _v2_columns(self) -> list[np.ndarray]:
+        """Every :data:`BATCH_COLUMNS` column of the chunk's plain v2 batches."""
+        pieces = self._pieces
+        piece_of_row = np.repeat(np.arange(len(pieces)), [len(p.positions) for p in pieces])
+
+        def per_split(values: list[object], dtype: type[Any]) -> np.ndarray:
+            column: np.ndarray = np.array(values, dtype=dtype)
+            return column[piece_of_row]
+
+        h = np.concatenate([p.headers for p in pieces])
+        attrs = h["attributes"]
+        base = h["base_offset"]
+        return [
+            per_split([p.segment.log_dir for p in pieces], object),
+            per_split([p.segment.topic for p in pieces], object),
+            per_split([p.segment.partition for p in pieces], np.int32),
+            per_split([p.segment.base_offset for p in pieces], np.int64),
+            np.concatenate([p.positions for p in pieces]),
+            base,
+            base + h["last_offset_delta"],
+            np.full(len(h), MAGIC_V2, dtype=np.int32),
+            _CODEC_NAMES[attrs & 0x07],
+            h["record_count"],
+            h["length"].astype(np.int64) + LOG_OVERHEAD,
+            h["base_timestamp"],
+            h["max_timestamp"],
+            _TIMESTAMP_TYPE_NAMES[(attrs >> 3) & 1],
+            np.concatenate([p.crc_valid for p in pieces]),
+            attrs & 0x10 != 0,
+            attrs & 0x20 != 0,
+            h["producer_id"],
+            h["partition_leader_epoch"],
+            np.full(len(h), None, dtype=object),
+        ]
+
+    def _others(self) -> tuple[np.ndarray, list[BatchRow]]:
+        """The chunk's row objects and their indices among all its rows."""
+        indices: list[int] = []
+        rows: list[BatchRow] = []
+        start = 0
+        for p in self._pieces:
+            for i, row in p.others:
+                indices.append(start + i)
+                rows.append(row)
+            start += len(p.positions) + len(p.others)
+        return np.array(indices, dtype=np.int64), rows
 
     def rows(self) -> Iterator[BatchRow]:
+        if not self._pieces:
+            return iter(())
         new = tuple.__new__
-        return (new(BatchRow, r) for r in zip(*self.columns, strict=True))
+        v2 = (new(BatchRow, r) for r in zip(*(c.tolist() for c in self._v2_columns()), strict=True))
+        indices, others = self._others()
+        if not others:
+            return v2
+        merged: list[BatchRow | None] = [None] * self._rows
+        for i, row in zip(indices.tolist(), others, strict=True):
+            merged[i] = row
+        return (next(v2) if r is None else r for r in merged)
+
+    def to_arrow(self, schema: pa.Schema) -> pa.RecordBatch:
+        """The chunk as one Arrow record batch of ``schema`` (the batch table's)."""
+        import pyarrow as pa
+
+        v2 = [pa.array(c, type=f.type) for c, f in zip(self._v2_columns(), schema, strict=True)]
+        indices, others = self._others()
+        if others:
+            rest = columns_to_arrow(list(zip(*others, strict=True)), schema).columns
+            is_other = np.zeros(self._rows, dtype=bool)
+            is_other[indices] = True
+            order = np.empty(self._rows, dtype=np.int64)
+            order[~is_other] = np.arange(len(v2[0]))
+            order[is_other] = np.arange(len(v2[0]), self._rows)
+            v2 = [pa.concat_arrays([a, b]).take(pa.array(order)) for a, b in zip(v2, rest, strict=True)]
+        return pa.RecordBatch.from_arrays(v2, schema=schema)
 
 
-_CODEC_NAMES = tuple(c.kafka_name for c in CompressionType)
-_CREATE_TIME = TimestampType.CREATE_TIME.kafka_name
-_LOG_APPEND_TIME = TimestampType.LOG_APPEND_TIME.kafka_name
-
-
-def _plain_v2_run(mv: memoryview, pos: int, stop: int, size: int, validate: bool, out: BatchColumns,
+def _plain_v2_run(mv: memoryview, pos: int, stop: int, size: int, validate: bool, out: _SplitRows,
                   room: int) -> int:
-    """Append the plain v2 batches starting in ``[pos, stop)`` (at most ``room`` of them) to ``out``
-    from their headers alone; return where the first batch that is not one (or ``stop``) begins.
+    """Frame the plain v2 batches starting in ``[pos, stop)`` (at most ``room`` of them) into ``out``;
+    return where the first batch that is not one (or ``stop``) begins.
 
     "Plain" means whole within the segment, magic 2, a sane size, a known codec and a non-negative
     count: anything else is left to :class:`BatchScanner`, which frames it or reports it.
     """
-    (position, base_offset, last_offset, magic, codec, record_count, batch_size, base_ts, max_ts, ts_type,
-     crc_valid, transactional, control, producer_id, leader_epoch,
-     error) = [c.append for c in out.columns[4:]]
-    unpack = V2_HEADER.unpack_from
-    codecs = _CODEC_NAMES
+    position = out.positions.append
+    crc = out.crcs.append
+    unpack = _V2_FRAME.unpack_from
+    start = len(out.positions)
     while pos < stop and room > 0 and size - pos >= RECORD_BATCH_OVERHEAD:
-        base, length, ple, mg, crc, attrs, delta, bts, mts, pid, _, _, count = unpack(mv, pos)
+        length, magic, attrs, count = unpack(mv, pos)
         total = length + LOG_OVERHEAD
-        if (mg != MAGIC_V2 or total < RECORD_BATCH_OVERHEAD or total > size - pos or attrs & 7 > 4
+        if (magic != MAGIC_V2 or total < RECORD_BATCH_OVERHEAD or total > size - pos or attrs & 7 > 4
                 or count < 0):
             break
         position(pos)
-        base_offset(base)
-        last_offset(base + delta)
-        magic(MAGIC_V2)
-        codec(codecs[attrs & 7])
-        record_count(count)
-        batch_size(total)
-        base_ts(bts)
-        max_ts(mts)
-        ts_type(_LOG_APPEND_TIME if attrs & 0x08 else _CREATE_TIME)
-        crc_valid(crc32c(mv[pos + V2_CRC_START:pos + total]) == crc if validate else True)
-        transactional(attrs & 0x10 != 0)
-        control(attrs & 0x20 != 0)
-        producer_id(pid)
-        leader_epoch(ple)
-        error(None)
+        if validate:
+            crc(crc32c(mv[pos + V2_CRC_START:pos + total]))
         pos += total
         room -= 1
+    out.count += len(out.positions) - start
     return pos
 
 
-def _other_run(split: SegmentSplit, reader: SegmentReader, pos: int, validate: bool, out: BatchColumns,
+def _other_run(split: SegmentSplit, reader: SegmentReader, pos: int, validate: bool, out: _SplitRows,
                room: int) -> int | None:
-    """Append batches from ``pos`` through :class:`BatchScanner` (v0/v1, damage) until the next v2
+    """Add batches from ``pos`` through :class:`BatchScanner` (v0/v1, damage) until the next v2
     batch after the first; return where to go on, or None when the split ended in unreadable bytes."""
     seg = split.segment
     for b, err in _scanned(split, reader, pos):
@@ -391,34 +510,45 @@ def _other_run(split: SegmentSplit, reader: SegmentReader, pos: int, validate: b
 
 def iter_batch_columns(splits: Iterable[SegmentSplit], *, validate: bool = True,
                        max_rows: int = 8192) -> Iterator[BatchColumns]:
-    """The batch rows of ``splits`` as column chunks of at most ``max_rows`` rows, streaming from
-    memory maps whose pages are released behind the scan (memory stays at one chunk)."""
+    """The batch rows of ``splits`` as chunks of at most ``max_rows`` rows, streaming from memory
+    maps whose pages are released behind the scan (memory stays at one chunk)."""
     out = BatchColumns()
     for split in splits:
         seg = split.segment
+        rows = _SplitRows(seg)
         try:
             reader = SegmentReader(Path(seg.path))
         except StorageError as exc:
-            out.add_row(_error_row(seg, split.start, 0, f"unreadable: {exc}"))
+            rows.add_row(_error_row(seg, split.start, 0, f"unreadable: {exc}"))
+            out.add(rows.finish(np.empty(0, dtype=np.uint8), validate))
             reader = None
         if reader is not None:
             end = min(split.end, reader.size)
             with reader:
                 mv, size = reader.data, reader.size
-                pos: int | None = split.start
-                released = split.start
-                while pos is not None and pos < end:
-                    stop = min(end, pos + RELEASE_INTERVAL_BYTES)
-                    pos = _plain_v2_run(mv, pos, stop, size, validate, out, max_rows - len(out))
-                    if pos < stop and len(out) < max_rows:
-                        pos = _other_run(split, reader, pos, validate, out, max_rows - len(out))
-                    if len(out) >= max_rows:
-                        out.fill_split(seg)
-                        yield out
-                        out = BatchColumns()
-                    if pos is not None and pos - released >= RELEASE_INTERVAL_BYTES:
-                        released = reader.release(released, pos)
-        out.fill_split(seg)
+                data = np.frombuffer(mv, dtype=np.uint8)
+                try:
+                    pos: int | None = split.start
+                    released = split.start
+                    while pos is not None and pos < end:
+                        stop = min(end, pos + RELEASE_INTERVAL_BYTES)
+                        pos = _plain_v2_run(mv, pos, stop, size, validate, rows,
+                                            max_rows - len(out) - rows.count)
+                        room = max_rows - len(out) - rows.count
+                        if pos < stop and room > 0:
+                            pos = _other_run(split, reader, pos, validate, rows, room)
+                        if len(out) + rows.count >= max_rows:
+                            out.add(rows.finish(data, validate))
+                            yield out
+                            out = BatchColumns()
+                            rows = _SplitRows(seg)
+                        if pos is not None and pos - released >= RELEASE_INTERVAL_BYTES:
+                            rows.gather(data)  # before the pages behind go
+                            released = reader.release(released, pos)
+                    if rows.count:
+                        out.add(rows.finish(data, validate))
+                finally:
+                    del data  # the map cannot close while NumPy holds its buffer
         if len(out) >= max_rows:
             yield out
             out = BatchColumns()
