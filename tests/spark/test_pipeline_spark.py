@@ -114,6 +114,24 @@ def test_large_segment_is_split_at_index_entries(spark: SparkSession, tmp_path: 
     assert sum(r["record_count"] for r in rows) == 240
 
 
+def test_listing_many_partition_dirs_runs_no_spark_job(spark: SparkSession, tmp_path: Path) -> None:
+    from kraftwerk.spark.source import list_segments_with_spark
+
+    threshold = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    dirs = int(spark.conf.get(threshold)) + 8  # past the count where Spark would list with a job
+    for i in range(dirs):
+        write_segment(tmp_path / "logs" / f"t-{i}", 0, make_batches(1))
+    sc = spark.sparkContext
+    sc.setJobGroup("kraftwerk-listing-test", "listing")
+    try:
+        listing = list_segments_with_spark(spark, [str(tmp_path / "logs")])
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert len(listing) == dirs
+    assert list(sc.statusTracker().getJobIdsForGroup("kraftwerk-listing-test")) == []
+    assert int(spark.conf.get(threshold)) == dirs - 8  # the session's setting is back
+
+
 def test_kraft_metadata_log_at_batch_level(spark: SparkSession) -> None:
     from kraftwerk.spark.source import list_segments_with_spark, read_log_dirs
 

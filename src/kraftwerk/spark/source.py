@@ -24,6 +24,7 @@ import json
 import logging
 import os
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlparse
 
@@ -234,15 +235,36 @@ def partition_dirs_with_hadoop(spark: SparkSession, log_dirs: Sequence[str]) -> 
     return sorted(out)
 
 
+#: Spark lists more root paths than this with a distributed job: ~0.2 s for 64 partition dirs, where
+#: listing them on the driver takes ~0.02 s
+_PARALLEL_LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+
+
+@contextmanager
+def _listing_on_the_driver(spark: SparkSession) -> Iterator[None]:
+    """List any number of directories in the driver: only local or mounted paths are read, and the
+    driver stats every listed segment anyway, so a listing job on the executors buys nothing."""
+    previous = spark.conf.get(_PARALLEL_LISTING_THRESHOLD, None)
+    spark.conf.set(_PARALLEL_LISTING_THRESHOLD, str(2**31 - 1))
+    try:
+        yield
+    finally:
+        if previous is None:
+            spark.conf.unset(_PARALLEL_LISTING_THRESHOLD)
+        else:
+            spark.conf.set(_PARALLEL_LISTING_THRESHOLD, previous)
+
+
 def list_segments_with_spark(spark: SparkSession, log_dirs: Sequence[str]) -> list[tuple[str, int]]:
     """(local path, size) of every segment under ``log_dirs``, listed by Spark.
 
     The partition directories come from a Hadoop FS listing of each log dir, their ``.log`` files
     from the file index of the ``binaryFile`` source given those directories as roots (its recursive
     lookup would skip ``__consumer_offsets-*`` and ``__cluster_metadata-0``: Spark hides names starting
-    with ``_``). Only the index's file list is read (``inputFiles``): no Spark job runs and no file is
-    opened, which saves ~0.3 s per scan over collecting ``path`` and ``length``. Sizes are then read
-    with ``stat`` on the driver, which already had to see the log dirs to list them.
+    with ``_``). Only the index's file list is read (``inputFiles``), built on the driver however many
+    directories there are: no Spark job runs and no file is opened, which saves ~0.3 s per scan over
+    collecting ``path`` and ``length``. Sizes are then read with ``stat`` on the driver, which already
+    had to see the log dirs to list them.
     """
     if not log_dirs:
         return []
@@ -256,7 +278,8 @@ def list_segments_with_spark(spark: SparkSession, log_dirs: Sequence[str]) -> li
             roots = list(log_dirs)
         if not roots:
             return []
-        files = reader.load(roots).inputFiles()
+        with _listing_on_the_driver(spark):
+            files = reader.load(roots).inputFiles()
     except SparkJobError:
         raise
     except Exception as exc:
