@@ -71,7 +71,7 @@ _LOG_HEADER_OFFSET = struct.Struct(">q")
 _CONTROL_KEY = struct.Struct(">hh")
 
 V2_CRC_START = 21  # CRC-32C covers attributes .. end of batch
-_LEGACY_CRC_START = LOG_OVERHEAD + 4  # CRC-32 covers magic .. end of message
+LEGACY_CRC_START = LOG_OVERHEAD + 4  # CRC-32 covers magic .. end of message
 _MAGIC_POS = 16
 _INT32_MAX = 0x7FFFFFFF
 _MIN_V2_RECORD = 7  # length, attributes, ts delta, offset delta, key len, value len, header count
@@ -289,7 +289,7 @@ class RecordBatch:
         p = self.position
         if self.magic >= MAGIC_V2:
             return int(crc32c(self._buf[p + V2_CRC_START:p + self.size]))
-        return zlib.crc32(self._buf[p + _LEGACY_CRC_START:p + self.size])
+        return zlib.crc32(self._buf[p + LEGACY_CRC_START:p + self.size])
 
     @property
     def is_valid(self) -> bool:
@@ -481,7 +481,7 @@ def _parse_legacy(buf: memoryview, pos: int, end: int, wrapper_ts: int | None,
         ts_type = TimestampType.NO_TIMESTAMP_TYPE
     key = None if key_len < 0 else bytes(buf[key_at + 4:key_at + 4 + key_len])
     value = None if value_len < 0 else bytes(buf[value_at + 4:value_at + 4 + value_len])
-    computed = zlib.crc32(buf[pos + _LEGACY_CRC_START:end])
+    computed = zlib.crc32(buf[pos + LEGACY_CRC_START:end])
     return LegacyMessage(offset, offset, pos, end - pos, crc, computed, magic, attributes, timestamp, ts_type,
                          key, value)
 

@@ -19,6 +19,7 @@ from crc32c import crc32c
 
 from kraftwerk.records.batch import (
     _CODECS,
+    LEGACY_CRC_START,
     Buffer,
     LegacyLayout,
     RecordBatch,
@@ -55,7 +56,6 @@ from kraftwerk.records.types import (
 _RECORD_FIXED = b"\x00\x00\x00"  # attributes, timestamp delta 0, offset delta 0
 _NO_HEADERS = b"\x00"
 _LOG_HEADER = struct.Struct(">qi")
-_LEGACY_CRC_START = 16  # CRC-32 covers magic .. end of message
 _INT32_MAX = 0x7FFFFFFF
 
 
@@ -109,7 +109,7 @@ def upconvert_legacy(mv: memoryview, pos: int, size: int, magic: int, digest: Co
     """
     layout = legacy_layout(mv, pos, size, magic)
     if check_crc:
-        computed = zlib.crc32(mv[pos + _LEGACY_CRC_START:pos + size])
+        computed = zlib.crc32(mv[pos + LEGACY_CRC_START:pos + size])
         if computed != layout[1]:
             raise CorruptRecordError(
                 f"Record is corrupt (stored crc = {layout[1]}, computed crc = {computed})", pos)
