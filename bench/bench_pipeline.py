@@ -314,7 +314,7 @@ def main() -> None:
     print(f"scan input {scan_bytes / MIB:.0f} MiB in {len(scan_files)} segments; "
           f"up-conversion input {up_bytes / MIB:.0f} MiB in {len(up_files)} segments")
     r = args.repeats
-    scan_dir = scan_root / "data"
+    scan_dir, up_dir = scan_root / "data", up_root / "data"
     results: dict[str, float] = {}
 
     def record(name: str, func: Callable[[], object]) -> None:
@@ -346,7 +346,7 @@ def main() -> None:
     def up_ours() -> object:
         out = work / "ours-out"
         shutil.rmtree(out, ignore_errors=True)
-        return upconvert_log_dirs([up_root / "data"], out_dir=out)
+        return upconvert_log_dirs([up_dir], out_dir=out)
 
     baselines: dict[str, Callable[[], object]] = {
         "scan kafka-python": lambda: peer_scan(kp_records, scan_files),
@@ -358,6 +358,9 @@ def main() -> None:
         "scan kraftwerk 1 process": lambda: sum(1 for _ in scan_segments(discover_segments([scan_dir]))),
         "upconvert aiokafka": up_peer(aio_records, AioBuilder),
         "upconvert kraftwerk 1 process": up_ours,
+        "legacy scan kafka-python": lambda: peer_scan(kp_records, up_files),
+        "legacy scan aiokafka": lambda: peer_scan(aio_records, up_files),
+        "legacy scan kraftwerk 1 process": lambda: sum(1 for _ in scan_segments(discover_segments([up_dir]))),
     }
     # round robin (best of r each), so a busy spell of the shared machine hits every contender;
     # the kafka-python baseline is measured again next to each Spark configuration
@@ -424,6 +427,13 @@ def main() -> None:
         s = results[k]
         print(f"| {k} | {s:.2f} | {up_bytes / s / 1e6:.1f} | {results['upconvert kafka-python'] / s:.2f}x "
               f"| {results['upconvert aiokafka'] / s:.2f}x |")
+    print()
+    print("| scan of the up-conversion input (v0/v1 only), 1 process | seconds | MB/s | vs kafka-python |")
+    print("|---|---:|---:|---:|")
+    for k in ("legacy scan kafka-python", "legacy scan aiokafka", "legacy scan kraftwerk 1 process"):
+        s = results[k]
+        ratio = results["legacy scan kafka-python"] / s
+        print(f"| {k} | {s:.2f} | {up_bytes / s / 1e6:.1f} | {ratio:.2f}x |")
     print()
     print("| Spark, fixed cost taken out | job overhead (s) | marginal seconds | marginal rate |")
     print("|---|---:|---:|---:|")
