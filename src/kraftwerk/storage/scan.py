@@ -45,6 +45,7 @@ from kraftwerk.records.types import (
     MAGIC_V2,
     NO_PARTITION_LEADER_EPOCH,
     NO_PRODUCER_ID,
+    NO_TIMESTAMP,
     RECORD_BATCH_OVERHEAD,
     RECORD_OVERHEAD_V0,
     CompressionType,
@@ -307,50 +308,99 @@ def _scanned(split: SegmentSplit, reader: SegmentReader, start: int | None = Non
         yield None, _error_row(seg, tail.position, tail.length, f"{what}: {tail.message}")
 
 
-#: A v2 batch header as a NumPy record (big-endian, packed): the scan gathers the headers of the
-#: plain v2 batches it framed in one step per window instead of unpacking them one by one.
+#: A v2 batch header and the start of a v0/v1 message as NumPy records (big-endian, packed): the scan
+#: frames plain batches one by one but copies their headers out of the map in one step per window.
 _V2_HEADER_RECORD = np.dtype([
     ("base_offset", ">i8"), ("length", ">i4"), ("partition_leader_epoch", ">i4"), ("magic", "i1"),
     ("crc", ">u4"), ("attributes", ">i2"), ("last_offset_delta", ">i4"), ("base_timestamp", ">i8"),
     ("max_timestamp", ">i8"), ("producer_id", ">i8"), ("producer_epoch", ">i2"), ("base_sequence", ">i4"),
     ("record_count", ">i4")])
 assert _V2_HEADER_RECORD.itemsize == V2_HEADER.size == RECORD_BATCH_OVERHEAD
-_V2_HEADER_NATIVE = _V2_HEADER_RECORD.newbyteorder("=")
-_HEADER_BYTES = np.arange(RECORD_BATCH_OVERHEAD, dtype=np.int64)
-#: The header fields that decide whether a batch is "plain": length, magic, attributes, record count.
+_LEGACY_HEADER_RECORD = np.dtype([
+    ("offset", ">i8"), ("length", ">i4"), ("crc", ">u4"), ("magic", "i1"), ("attributes", "i1"),
+    ("timestamp", ">i8")])  # the timestamp is only there at magic 1
+assert _LEGACY_HEADER_RECORD.itemsize == LOG_OVERHEAD + RECORD_OVERHEAD_V0
+#: The header fields that decide whether a v2 batch is "plain": length, magic, attributes, record count.
 _V2_FRAME = struct.Struct(">8xi4xb4xh34xi")
+#: size, magic and attributes of a v0/v1 message (after its offset)
+_LEGACY_FRAME = struct.Struct(">8xi4xBb")
 _CODEC_NAMES = np.array([c.kafka_name for c in CompressionType], dtype=object)
-_TIMESTAMP_TYPE_NAMES = np.array(
-    [TimestampType.CREATE_TIME.kafka_name, TimestampType.LOG_APPEND_TIME.kafka_name], dtype=object)
+#: by magic + timestamp-type bit: v0 has none, v1 create or log-append time
+_LEGACY_TIMESTAMP_TYPES = np.array([TimestampType.NO_TIMESTAMP_TYPE.kafka_name,
+                                    TimestampType.CREATE_TIME.kafka_name,
+                                    TimestampType.LOG_APPEND_TIME.kafka_name], dtype=object)
+_TIMESTAMP_TYPE_NAMES = _LEGACY_TIMESTAMP_TYPES[1:]
 
 
-class _Piece(NamedTuple):
-    """The rows one split added to a chunk: plain v2 batches as gathered headers, the rest as rows
-    (each with its index among the piece's rows)."""
+class _Headers(NamedTuple):
+    """Header-framed rows of one kind in a piece: where they are, their headers, whether their CRC
+    matched, and their indices among the piece's rows."""
 
-    segment: SegmentFile
     positions: np.ndarray
     headers: np.ndarray
     crc_valid: np.ndarray
+    indices: np.ndarray
+
+
+class _Framed:
+    """Rows of one kind framed from their headers while the segment is mapped: positions, computed
+    CRCs and row indices now; the headers are copied out by :meth:`gather`, before the scan
+    releases the pages behind it."""
+
+    __slots__ = ("crcs", "gathered", "indices", "positions", "record")
+
+    def __init__(self, record: np.dtype[Any]) -> None:
+        self.record = record
+        self.positions: list[int] = []
+        self.crcs: list[int] = []
+        self.indices: list[int] = []
+        self.gathered: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def gather(self, data: np.ndarray) -> None:
+        if self.positions:
+            positions = np.array(self.positions, dtype=np.int64)
+            raw = data[positions[:, None] + np.arange(self.record.itemsize)]
+            native = self.record.newbyteorder("=")
+            self.gathered.append((positions, raw.view(self.record)[:, 0].astype(native)))
+            self.positions.clear()
+
+    def finish(self, data: np.ndarray, validate: bool) -> _Headers:
+        self.gather(data)
+        if self.gathered:
+            positions = np.concatenate([p for p, _ in self.gathered])
+            headers = np.concatenate([h for _, h in self.gathered])
+        else:
+            positions = np.empty(0, dtype=np.int64)
+            headers = np.empty(0, dtype=self.record.newbyteorder("="))
+        if validate:
+            crc_valid = headers["crc"] == np.array(self.crcs, dtype=np.uint32)
+        else:
+            crc_valid = np.ones(len(headers), dtype=bool)
+        return _Headers(positions, headers, crc_valid, np.array(self.indices, dtype=np.int64))
+
+
+class _Piece(NamedTuple):
+    """The rows one split added to a chunk: plain v2 batches and uncompressed v0/v1 messages as
+    gathered headers, the rest as row objects (each with its index among the piece's rows)."""
+
+    segment: SegmentFile
+    rows: int
+    v2: _Headers
+    legacy: _Headers
     others: list[tuple[int, BatchRow]]
 
 
 class _SplitRows:
-    """The rows of one split while its segment is mapped.
+    """The rows of one split while its segment is mapped: header-framed v2 batches and v0/v1
+    messages, and every other batch (wrappers, damage) as a whole :class:`BatchRow`."""
 
-    Plain v2 batches are only framed here (position and CRC); :meth:`gather` copies their headers out
-    of the map in one NumPy step, before the scan releases the pages behind it. Every other batch
-    (v0/v1, damage) arrives as a whole :class:`BatchRow`.
-    """
-
-    __slots__ = ("count", "crcs", "gathered", "others", "positions", "segment")
+    __slots__ = ("count", "legacy", "others", "segment", "v2")
 
     def __init__(self, segment: SegmentFile) -> None:
         self.segment = segment
         self.count = 0
-        self.positions: list[int] = []
-        self.crcs: list[int] = []
-        self.gathered: list[tuple[np.ndarray, np.ndarray]] = []
+        self.v2 = _Framed(_V2_HEADER_RECORD)
+        self.legacy = _Framed(_LEGACY_HEADER_RECORD)
         self.others: list[tuple[int, BatchRow]] = []
 
     def add_row(self, row: BatchRow) -> None:
@@ -358,33 +408,49 @@ class _SplitRows:
         self.count += 1
 
     def gather(self, data: np.ndarray) -> None:
-        if self.positions:
-            positions = np.array(self.positions, dtype=np.int64)
-            raw = data[positions[:, None] + _HEADER_BYTES]
-            self.gathered.append((positions, raw.view(_V2_HEADER_RECORD)[:, 0].astype(_V2_HEADER_NATIVE)))
-            self.positions.clear()
+        self.v2.gather(data)
+        self.legacy.gather(data)
 
     def finish(self, data: np.ndarray, validate: bool) -> _Piece:
-        self.gather(data)
-        if self.gathered:
-            positions = np.concatenate([p for p, _ in self.gathered])
-            headers = np.concatenate([h for _, h in self.gathered])
-        else:
-            positions = np.empty(0, dtype=np.int64)
-            headers = np.empty(0, dtype=_V2_HEADER_NATIVE)
-        if validate:
-            crc_valid = headers["crc"] == np.array(self.crcs, dtype=np.uint32)
-        else:
-            crc_valid = np.ones(len(headers), dtype=bool)
-        return _Piece(self.segment, positions, headers, crc_valid, self.others)
+        return _Piece(self.segment, self.count, self.v2.finish(data, validate),
+                      self.legacy.finish(data, validate), self.others)
+
+
+def _v2_fields(h: np.ndarray, crc_valid: np.ndarray) -> list[np.ndarray]:
+    """The batch columns from ``base_offset`` to ``partition_leader_epoch`` of plain v2 batches."""
+    attrs = h["attributes"]
+    base = h["base_offset"]
+    return [base, base + h["last_offset_delta"], np.full(len(h), MAGIC_V2, dtype=np.int32),
+            _CODEC_NAMES[attrs & 0x07], h["record_count"], h["length"].astype(np.int64) + LOG_OVERHEAD,
+            h["base_timestamp"], h["max_timestamp"], _TIMESTAMP_TYPE_NAMES[(attrs >> 3) & 1], crc_valid,
+            attrs & 0x10 != 0, attrs & 0x20 != 0, h["producer_id"], h["partition_leader_epoch"]]
+
+
+def _legacy_fields(h: np.ndarray, crc_valid: np.ndarray) -> list[np.ndarray]:
+    """The same columns of uncompressed v0/v1 messages: one record each, no producer or epoch."""
+    magic = h["magic"].astype(np.int32)
+    ts = np.where(magic == MAGIC_V1, h["timestamp"], NO_TIMESTAMP)
+    n = len(h)
+    return [h["offset"], h["offset"], magic, np.full(n, _CODEC_NAMES[0], dtype=object),
+            np.ones(n, dtype=np.int32), h["length"].astype(np.int64) + LOG_OVERHEAD, ts, ts,
+            _LEGACY_TIMESTAMP_TYPES[magic + (magic & (h["attributes"] >> 3) & 1)], crc_valid,
+            np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), np.full(n, NO_PRODUCER_ID, dtype=np.int64),
+            np.full(n, NO_PARTITION_LEADER_EPOCH, dtype=np.int32)]
+
+
+def _per_row(values: list[object], dtype: type[Any], piece_of_row: np.ndarray) -> np.ndarray:
+    """A column of per-split values (log dir, topic, ...) for rows given by their piece."""
+    column: np.ndarray = np.array(values, dtype=dtype)
+    out: np.ndarray = column[piece_of_row]
+    return out
 
 
 class BatchColumns:
     """A chunk of batch rows, in scan order, as :meth:`rows` or as one Arrow batch (:meth:`to_arrow`).
 
-    A scan produces ~100k batches per GiB: building a row object per plain v2 batch (and transposing
+    A scan produces ~100k batches per GiB: building a row object per plain batch (and transposing
     the rows for Arrow) cost more than reading the batches, so their columns come straight from the
-    gathered headers as NumPy arrays; only v0/v1 and damaged batches are row objects.
+    gathered headers as NumPy arrays; only v0/v1 wrappers and damaged batches are row objects.
     """
 
     __slots__ = ("_pieces", "_rows")
@@ -398,83 +464,75 @@ class BatchColumns:
 
     def add(self, piece: _Piece) -> None:
         self._pieces.append(piece)
-        self._rows += len(piece.positions) + len(piece.others)
+        self._rows += piece.rows
 
-    def _v2_columns(self) -> list[np.ndarray]:
-        """Every :data:`BATCH_COLUMNS` column of the chunk's plain v2 batches."""
-        pieces = self._pieces
-        piece_of_row = np.repeat(np.arange(len(pieces)), [len(p.positions) for p in pieces])
+    def _starts(self) -> list[int]:
+        return [0, *itertools.accumulate(p.rows for p in self._pieces)][:-1]
 
-        def per_split(values: list[object], dtype: type[Any]) -> np.ndarray:
-            column: np.ndarray = np.array(values, dtype=dtype)
-            return column[piece_of_row]
-
-        h = np.concatenate([p.headers for p in pieces])
-        attrs = h["attributes"]
-        base = h["base_offset"]
-        return [
-            per_split([p.segment.log_dir for p in pieces], object),
-            per_split([p.segment.topic for p in pieces], object),
-            per_split([p.segment.partition for p in pieces], np.int32),
-            per_split([p.segment.base_offset for p in pieces], np.int64),
-            np.concatenate([p.positions for p in pieces]),
-            base,
-            base + h["last_offset_delta"],
-            np.full(len(h), MAGIC_V2, dtype=np.int32),
-            _CODEC_NAMES[attrs & 0x07],
-            h["record_count"],
-            h["length"].astype(np.int64) + LOG_OVERHEAD,
-            h["base_timestamp"],
-            h["max_timestamp"],
-            _TIMESTAMP_TYPE_NAMES[(attrs >> 3) & 1],
-            np.concatenate([p.crc_valid for p in pieces]),
-            attrs & 0x10 != 0,
-            attrs & 0x20 != 0,
-            h["producer_id"],
-            h["partition_leader_epoch"],
-            np.full(len(h), None, dtype=object),
-        ]
+    def _framed(self) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+        """(indices in the chunk, every :data:`BATCH_COLUMNS` column) of each kind of framed rows."""
+        pieces, starts = self._pieces, self._starts()
+        out = []
+        for kind, fields in ((0, _v2_fields), (1, _legacy_fields)):
+            groups = [p.v2 if kind == 0 else p.legacy for p in pieces]
+            sizes = [len(g.positions) for g in groups]
+            if not sum(sizes):
+                continue
+            piece_of_row = np.repeat(np.arange(len(pieces)), sizes)
+            h = np.concatenate([g.headers for g in groups])
+            columns = [
+                _per_row([p.segment.log_dir for p in pieces], object, piece_of_row),
+                _per_row([p.segment.topic for p in pieces], object, piece_of_row),
+                _per_row([p.segment.partition for p in pieces], np.int32, piece_of_row),
+                _per_row([p.segment.base_offset for p in pieces], np.int64, piece_of_row),
+                np.concatenate([g.positions for g in groups]),
+                *fields(h, np.concatenate([g.crc_valid for g in groups])),
+                np.full(len(h), None, dtype=object),
+            ]
+            indices = np.concatenate([g.indices + start for g, start in zip(groups, starts, strict=True)])
+            out.append((indices, columns))
+        return out
 
     def _others(self) -> tuple[np.ndarray, list[BatchRow]]:
         """The chunk's row objects and their indices among all its rows."""
         indices: list[int] = []
         rows: list[BatchRow] = []
-        start = 0
-        for p in self._pieces:
+        for p, start in zip(self._pieces, self._starts(), strict=True):
             for i, row in p.others:
                 indices.append(start + i)
                 rows.append(row)
-            start += len(p.positions) + len(p.others)
         return np.array(indices, dtype=np.int64), rows
 
     def rows(self) -> Iterator[BatchRow]:
-        if not self._pieces:
-            return iter(())
         new = tuple.__new__
-        v2 = (new(BatchRow, r) for r in zip(*(c.tolist() for c in self._v2_columns()), strict=True))
-        indices, others = self._others()
-        if not others:
-            return v2
-        merged: list[BatchRow | None] = [None] * self._rows
-        for i, row in zip(indices.tolist(), others, strict=True):
-            merged[i] = row
-        return (next(v2) if r is None else r for r in merged)
+        rows: list[BatchRow] = []
+        indices = []
+        for where, columns in self._framed():
+            rows += [new(BatchRow, r) for r in zip(*(c.tolist() for c in columns), strict=True)]
+            indices.append(where)
+        where, others = self._others()
+        rows += others
+        indices.append(where)
+        order = np.argsort(np.concatenate(indices), kind="stable")
+        return (rows[i] for i in order.tolist())
 
     def to_arrow(self, schema: pa.Schema) -> pa.RecordBatch:
         """The chunk as one Arrow record batch of ``schema`` (the batch table's)."""
         import pyarrow as pa
 
-        v2 = [pa.array(c, type=f.type) for c, f in zip(self._v2_columns(), schema, strict=True)]
-        indices, others = self._others()
+        framed = self._framed()
+        parts = [[pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)]
+                 for _, columns in framed]
+        indices = [where for where, _ in framed]
+        where, others = self._others()
         if others:
-            rest = columns_to_arrow(list(zip(*others, strict=True)), schema).columns
-            is_other = np.zeros(self._rows, dtype=bool)
-            is_other[indices] = True
-            order = np.empty(self._rows, dtype=np.int64)
-            order[~is_other] = np.arange(len(v2[0]))
-            order[is_other] = np.arange(len(v2[0]), self._rows)
-            v2 = [pa.concat_arrays([a, b]).take(pa.array(order)) for a, b in zip(v2, rest, strict=True)]
-        return pa.RecordBatch.from_arrays(v2, schema=schema)
+            parts.append(columns_to_arrow(list(zip(*others, strict=True)), schema).columns)
+            indices.append(where)
+        if len(parts) == 1:
+            return pa.RecordBatch.from_arrays(parts[0], schema=schema)
+        order = pa.array(np.argsort(np.concatenate(indices), kind="stable"))
+        merged = [pa.concat_arrays(list(column)).take(order) for column in zip(*parts, strict=True)]
+        return pa.RecordBatch.from_arrays(merged, schema=schema)
 
 
 def _plain_v2_run(mv: memoryview, pos: int, stop: int, size: int, validate: bool, out: _SplitRows,
@@ -485,10 +543,10 @@ def _plain_v2_run(mv: memoryview, pos: int, stop: int, size: int, validate: bool
     "Plain" means whole within the segment, magic 2, a sane size, a known codec and a non-negative
     count: anything else is left to :class:`BatchScanner`, which frames it or reports it.
     """
-    position = out.positions.append
-    crc = out.crcs.append
+    framed = out.v2
+    position, crc, index = framed.positions.append, framed.crcs.append, framed.indices.append
     unpack = _V2_FRAME.unpack_from
-    start = len(out.positions)
+    n = out.count
     while pos < stop and room > 0 and size - pos >= RECORD_BATCH_OVERHEAD:
         length, magic, attrs, count = unpack(mv, pos)
         total = length + LOG_OVERHEAD
@@ -496,49 +554,47 @@ def _plain_v2_run(mv: memoryview, pos: int, stop: int, size: int, validate: bool
                 or count < 0):
             break
         position(pos)
+        index(n)
         if validate:
             crc(crc32c(mv[pos + V2_CRC_START:pos + total]))
         pos += total
         room -= 1
-    out.count += len(out.positions) - start
+        n += 1
+    out.count = n
     return pos
 
 
-#: size, magic and attributes of a v0/v1 message (after its offset)
-_LEGACY_FRAME = struct.Struct(">8xi4xBb")
-_NO_CODEC = CompressionType.NONE.kafka_name
-_LEGACY_TIMESTAMP_TYPES = (TimestampType.NO_TIMESTAMP_TYPE.kafka_name, TimestampType.CREATE_TIME.kafka_name,
-                           TimestampType.LOG_APPEND_TIME.kafka_name)
-
-
-def _plain_legacy_run(seg: SegmentFile, mv: memoryview, pos: int, stop: int, size: int, validate: bool,
-                      out: _SplitRows, room: int) -> int:
-    """Add the uncompressed v0/v1 messages starting in ``[pos, stop)`` (at most ``room``) as rows
-    built from their headers; return where the first message that is not one begins.
+def _plain_legacy_run(mv: memoryview, pos: int, stop: int, size: int, validate: bool, out: _SplitRows,
+                      room: int) -> int:
+    """Frame the uncompressed v0/v1 messages starting in ``[pos, stop)`` (at most ``room``) into
+    ``out``; return where the first message that is not one begins.
 
     An old client's uncompressed messages are one batch each: through :class:`BatchScanner` and a
-    batch object they cost ~3 us apiece, which made a legacy topic scan at ~75 MB/s. Anything odd
-    (a compressed wrapper, bad framing or layout) is left to :func:`_other_batch`.
+    batch object they cost ~3 us apiece, which made a legacy topic scan at ~75 MB/s. The records
+    layer's :func:`legacy_layout` still checks each one; anything odd (a compressed wrapper, bad
+    framing or layout) is left to :func:`_other_batch`.
     """
+    framed = out.legacy
+    position, crc, index = framed.positions.append, framed.crcs.append, framed.indices.append
     unpack = _LEGACY_FRAME.unpack_from
-    add = out.add_row
-    new = tuple.__new__
+    n = out.count
     while pos < stop and room > 0 and size - pos >= LOG_OVERHEAD + RECORD_OVERHEAD_V0:
         length, magic, attrs = unpack(mv, pos)
         total = length + LOG_OVERHEAD
         if magic > MAGIC_V1 or attrs & 0x07 or length < RECORD_OVERHEAD_V0 or total > size - pos:
             break
         try:
-            offset, crc, _, ts, _, _, _, _ = legacy_layout(mv, pos, total, magic)
+            legacy_layout(mv, pos, total, magic)
         except RecordsError:
             break
-        ts_type = _LEGACY_TIMESTAMP_TYPES[magic + (magic and (attrs >> 3) & 1)]
-        crc_valid = zlib.crc32(mv[pos + LEGACY_CRC_START:pos + total]) == crc if validate else True
-        add(new(BatchRow, (seg.log_dir, seg.topic, seg.partition, seg.base_offset, pos, offset, offset, magic,
-                           _NO_CODEC, 1, total, ts, ts, ts_type, crc_valid, False, False, NO_PRODUCER_ID,
-                           NO_PARTITION_LEADER_EPOCH, None)))
+        position(pos)
+        index(n)
+        if validate:
+            crc(zlib.crc32(mv[pos + LEGACY_CRC_START:pos + total]))
         pos += total
         room -= 1
+        n += 1
+    out.count = n
     return pos
 
 
@@ -582,7 +638,7 @@ def iter_batch_columns(splits: Iterable[SegmentSplit], *, validate: bool = True,
                         at = pos
                         pos = _plain_v2_run(mv, pos, stop, size, validate, rows,
                                             max_rows - len(out) - rows.count)
-                        pos = _plain_legacy_run(seg, mv, pos, stop, size, validate, rows,
+                        pos = _plain_legacy_run(mv, pos, stop, size, validate, rows,
                                                 max_rows - len(out) - rows.count)
                         if pos == at and len(out) + rows.count < max_rows:
                             pos = _other_batch(split, reader, pos, validate, rows)
