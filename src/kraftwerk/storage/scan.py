@@ -1,12 +1,14 @@
 """Batch-level (and record-level) rows of log segments: the format logic of a fleet scan.
 
 This is what ``kraftwerk pipeline scan`` computes, with or without Spark: the Spark data source
-(``kraftwerk.spark.source``) only plans :class:`SegmentSplit` values and turns the rows of
-:func:`iter_batch_rows` / :func:`iter_record_rows` into Arrow batches. A scan reads batch headers
-from a memory-mapped segment and checks CRCs; it decompresses only v0/v1 compressed wrappers (their
-base offset and record count live inside the payload). Memory therefore stays at one batch, never a
-segment. Damage never stops a scan: a batch with a bad CRC is a row with ``crc_valid`` false, and
-unreadable bytes (bad framing, a torn tail) become one row with ``error`` set.
+(``kraftwerk.spark.source``) only plans :class:`SegmentSplit` values and turns the chunks of
+:func:`iter_batch_columns` / the rows of :func:`iter_record_rows` into Arrow batches. A scan reads
+batch headers from a memory-mapped segment and checks CRCs; plain v2 batches and uncompressed v0/v1
+messages are framed one by one but their headers are copied out in one NumPy step per window. It
+decompresses only v0/v1 compressed wrappers (their base offset and record count live inside the
+payload). Memory therefore stays at one batch and one chunk of rows, never a segment. Damage never
+stops a scan: a batch with a bad CRC is a row with ``crc_valid`` false, and unreadable bytes (bad
+framing, a torn tail) become one row with ``error`` set.
 
 Large segments are split at offset-index entries (each entry names a batch start), after checking
 that the entry really points at a batch with that last offset, so a stale index cannot misplace a
@@ -22,6 +24,7 @@ import struct
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -473,8 +476,8 @@ class BatchColumns:
         """(indices in the chunk, every :data:`BATCH_COLUMNS` column) of each kind of framed rows."""
         pieces, starts = self._pieces, self._starts()
         out = []
-        for kind, fields in ((0, _v2_fields), (1, _legacy_fields)):
-            groups = [p.v2 if kind == 0 else p.legacy for p in pieces]
+        for kind, fields in ((attrgetter("v2"), _v2_fields), (attrgetter("legacy"), _legacy_fields)):
+            groups: list[_Headers] = [kind(p) for p in pieces]
             sizes = [len(g.positions) for g in groups]
             if not sum(sizes):
                 continue
