@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from kraftwerk.records import CompressionType, RecordsBuilder, TimestampType
 from kraftwerk.storage.index import format_offset_index
 from kraftwerk.storage.scan import (
-    BATCH_COLUMNS,
     BatchColumns,
     BatchRow,
     ScanError,
@@ -23,6 +22,7 @@ from kraftwerk.storage.scan import (
     SegmentSplit,
     _batch_row,
     _scanned,
+    batch_arrow_schema,
     discover_segments,
     iter_batch_columns,
     iter_batch_rows,
@@ -236,10 +236,9 @@ def test_column_chunks_hold_at_most_max_rows_and_every_row(fleet: Fleet) -> None
 
 def _assert_arrow_equals_rows(chunk: BatchColumns) -> list[dict[str, object]]:
     """A chunk's Arrow batch holds its rows, in order (the Spark source and the CLI write it)."""
-    pa = pytest.importorskip("pyarrow")
-    types = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "boolean": pa.bool_()}
+    pytest.importorskip("pyarrow")
     rows = [r._asdict() for r in chunk.rows()]
-    assert chunk.to_arrow(pa.schema([(n, types[t]) for n, t in BATCH_COLUMNS])).to_pylist() == rows
+    assert chunk.to_arrow(batch_arrow_schema()).to_pylist() == rows
     return rows
 
 

@@ -21,10 +21,10 @@ from kraftwerk.cli.main import UsageError
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.storage.fileio import atomic_write
 from kraftwerk.storage.scan import (
-    BATCH_COLUMNS,
     BatchRow,
     PartitionSummary,
     ScanError,
+    batch_arrow_schema,
     discover_segments,
     scan_segment_columns,
     summarize,
@@ -137,12 +137,10 @@ def run_scan(args: argparse.Namespace) -> int:
 def _scan_local(log_dirs: list[str], out: Path) -> list[PartitionSummary]:
     """The no-Spark scan: the same rows, written with pyarrow, summarized in Python."""
     try:
-        import pyarrow as pa  # type: ignore[import-untyped]
         import pyarrow.parquet as pq  # type: ignore[import-untyped]
     except ImportError as exc:  # pragma: no cover - the spark extra is missing
         raise ScanError("writing Parquet needs pyarrow: install kraftwerk[spark]") from exc
-    types = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "boolean": pa.bool_()}
-    schema = pa.schema([(n, types[t]) for n, t in BATCH_COLUMNS])
+    schema = batch_arrow_schema()
     target = out / "batches"
     target.mkdir(parents=True, exist_ok=True)
     for old in target.glob("*.parquet"):

@@ -157,7 +157,6 @@ class KafkaLogReader(DataSourceReader):
         return [SplitPartition(run) for run in pack_splits(splits, self.partition_bytes, self.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
         from pyspark.sql.pandas.types import to_arrow_schema
 
         assert isinstance(partition, SplitPartition)
@@ -165,14 +164,14 @@ class KafkaLogReader(DataSourceReader):
         splits = partition.splits
         if self.level == "record":
             records = itertools.chain.from_iterable(iter_record_rows(s) for s in splits)
-            yield from _record_batches(schema, records, self.batch_rows, self.batch_bytes, pa)
+            yield from _record_batches(schema, records, self.batch_rows, self.batch_bytes)
         else:
             for chunk in iter_batch_columns(splits, validate=self.validate, max_rows=self.batch_rows):
                 yield chunk.to_arrow(schema)
 
 
-def _record_batches(schema: pa.Schema, rows: Iterator[tuple[Any, ...]], max_rows: int, max_bytes: int,
-                    pa: Any) -> Iterator[pa.RecordBatch]:
+def _record_batches(schema: pa.Schema, rows: Iterator[tuple[Any, ...]], max_rows: int, max_bytes: int
+                    ) -> Iterator[pa.RecordBatch]:
     """Group record rows into Arrow batches of at most ``max_rows`` rows (and about ``max_bytes`` of
     keys and values)."""
     pending: list[tuple[Any, ...]] = []

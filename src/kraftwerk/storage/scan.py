@@ -350,10 +350,11 @@ class _Framed:
     CRCs and row indices now; the headers are copied out by :meth:`gather`, before the scan
     releases the pages behind it."""
 
-    __slots__ = ("crcs", "gathered", "indices", "positions", "record")
+    __slots__ = ("crcs", "gathered", "indices", "native", "positions", "record")
 
     def __init__(self, record: np.dtype[Any]) -> None:
         self.record = record
+        self.native = record.newbyteorder("=")
         self.positions: list[int] = []
         self.crcs: list[int] = []
         self.indices: list[int] = []
@@ -363,8 +364,7 @@ class _Framed:
         if self.positions:
             positions = np.array(self.positions, dtype=np.int64)
             raw = data[positions[:, None] + np.arange(self.record.itemsize)]
-            native = self.record.newbyteorder("=")
-            self.gathered.append((positions, raw.view(self.record)[:, 0].astype(native)))
+            self.gathered.append((positions, raw.view(self.record)[:, 0].astype(self.native)))
             self.positions.clear()
 
     def finish(self, data: np.ndarray, validate: bool) -> _Headers:
@@ -374,7 +374,7 @@ class _Framed:
             headers = np.concatenate([h for _, h in self.gathered])
         else:
             positions = np.empty(0, dtype=np.int64)
-            headers = np.empty(0, dtype=self.record.newbyteorder("="))
+            headers = np.empty(0, dtype=self.native)
         if validate:
             crc_valid = headers["crc"] == np.array(self.crcs, dtype=np.uint32)
         else:
@@ -707,6 +707,15 @@ def scan_segment_columns(segments: Iterable[SegmentFile], *, validate: bool = Tr
     yield from iter_batch_columns(splits, validate=validate, max_rows=max_rows)
 
 
+def batch_arrow_schema() -> pa.Schema:
+    """The batch table's Arrow schema (what Spark derives from :data:`BATCH_COLUMNS`), for writing it
+    without Spark."""
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "boolean": pa.bool_()}
+    return pa.schema([(name, types[t]) for name, t in BATCH_COLUMNS])
+
+
 def columns_to_arrow(columns: Sequence[Sequence[object]], schema: pa.Schema) -> pa.RecordBatch:
     """One Arrow record batch of ``schema`` from its columns (the batch or record table's)."""
     import pyarrow as pa
@@ -827,6 +836,7 @@ __all__ = [
     "ScanError",
     "SegmentFile",
     "SegmentSplit",
+    "batch_arrow_schema",
     "columns_to_arrow",
     "discover_segments",
     "is_metadata_partition",
