@@ -336,6 +336,14 @@ def main() -> None:
     # scan on the 2nd query, ~0.25 s from the 20th): Spark rows are measured after that warm-up
     warmups: dict[str, tuple[float, float]] = {}
 
+    def cold_share(master: str, suffix: str, label: str, scan: Callable[[], object],
+                   files: list[Path]) -> None:
+        """One cold Spark scan against the mean of cold reads of the same files just before and after."""
+        before = record_cold(f"disk read, cold{suffix}", lambda: _read_all(files), files)
+        took = record_cold(f"scan spark {master}, cold{suffix}", scan, files)
+        after = record_cold(f"disk read, cold{suffix}", lambda: _read_all(files), files)
+        cold_shares.setdefault(label, []).append((before + after) / 2 / took)
+
     def up_peer(module: Any, builder: Any) -> Callable[[], object]:
         def run() -> object:
             out = work / "peer-out"
@@ -391,23 +399,15 @@ def main() -> None:
             up_spark(spark, tiny_root)
         for _ in range(r):
             record(f"scan spark {master}", lambda spark=spark: spark_scan(spark, scan_root))
-            read_before = record_cold("disk read, cold", lambda: _read_all(scan_files))
-            scan_took = record_cold(f"scan spark {master}, cold",
-                                    lambda spark=spark: spark_scan(spark, scan_root))
-            read_after = record_cold("disk read, cold", lambda: _read_all(scan_files))
-            cold_shares.setdefault(master, []).append((read_before + read_after) / 2 / scan_took)
+            cold_share(master, "", master, lambda spark=spark: spark_scan(spark, scan_root), scan_files)
             record(f"upconvert spark {master}", up_spark)
             record(f"scan job overhead {master}", lambda spark=spark: spark_scan(spark, tiny_root))
             record(f"upconvert job overhead {master}", lambda spark=spark: up_spark(spark, tiny_root))
             for name, func in baselines.items():
                 record(name, func)
         for _ in range(r if large_files else 0):
-            read_before = record_cold("disk read, cold, large", lambda: _read_all(large_files), large_files)
-            scan_took = record_cold(f"scan spark {master}, cold, large",
-                                    lambda spark=spark: spark_scan(spark, large_root), large_files)
-            read_after = record_cold("disk read, cold, large", lambda: _read_all(large_files), large_files)
-            cold_shares.setdefault(f"{master}, {large_bytes / MIB:.0f} MiB",
-                                   []).append((read_before + read_after) / 2 / scan_took)
+            cold_share(master, ", large", f"{master}, {large_bytes / MIB:.0f} MiB",
+                       lambda spark=spark: spark_scan(spark, large_root), large_files)
         spark.stop()
     print()
     print("| scan (batch rows) | seconds | GB/s | vs kafka-python | vs aiokafka |")
