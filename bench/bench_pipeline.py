@@ -19,9 +19,11 @@ cache (``POSIX_FADV_DONTNEED``), so they read from the disk as a scan of a real 
 disk-read speed" compares each cold Spark scan with cold sequential reads taken right before and right
 after it. A second, larger fleet (``--large-scan-mb``, 4 GiB) is scanned cold the same way, where
 Spark's fixed cost per job (~0.1 s to plan and launch, before the first byte is read) amortises, as
-in a fleet scan of terabytes. Spark rows are measured after ``--jvm-warmup`` scans: the driver JVM
-keeps compiling Spark's own code for about 20 queries, and the bench reports the first scan's time
-separately.
+in a fleet scan of terabytes. Next to each Spark scan runs its "page-touch floor": the same job with
+the scan taken out (same listing, input partitions and number of rows; each task only faults in every
+page of its segments), which tells Spark's own cost from the scan's. Spark rows are measured after
+``--jvm-warmup`` scans: the driver JVM keeps compiling Spark's own code for about 20 queries, and the
+bench reports the first scan's time separately.
 
 Up-conversion input: v0/v1 segments of 8 MiB, half uncompressed messages (200 B values), half
 gzip/snappy/lz4 wrappers of 20 messages. Each side does the same work per segment: convert every
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import mmap
 import os
 import platform
 import shutil
@@ -48,9 +51,12 @@ import aiokafka.record.memory_records as aio_records
 import kafka.record as kp_records
 from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder
 from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
+from pyspark.sql.datasource import DataSourceReader
 
 from kraftwerk.records import CompressionType, RecordsBuilder, TimestampType
-from kraftwerk.storage.scan import discover_segments, scan_segments
+from kraftwerk.spark.source import KafkaLogDataSource, KafkaLogReader, list_segments_with_spark
+from kraftwerk.storage.scan import discover_segments, iter_batch_columns, scan_segments
+from kraftwerk.storage.segment import RELEASE_INTERVAL_BYTES, SegmentReader
 from kraftwerk.storage.upconvert import upconvert_log_dirs
 
 MIB = 1024 * 1024
@@ -257,6 +263,65 @@ def spark_upconvert(spark: Any, root: Path, out: Path) -> None:
         raise SystemExit(f"upconvert failed: {[o for o in res if o.status.is_problem][:3]}")
 
 
+# ---------------------------------------------------------------------- Spark's own floor
+
+class PageTouchReader(DataSourceReader):
+    """The scan's Spark job with the scan taken out: the ``kafka-log`` source's input partitions, each
+    task mapping its segments, touching every page and releasing it per window as the scan does, and
+    handing Spark as many batch rows as the scan would (real rows, repeated). What is left is what
+    any scanner pays on Spark: listing, planning, tasks, page faults and the JVM taking the rows."""
+
+    def __init__(self, scan: KafkaLogReader, rows_per_byte: float) -> None:
+        self.scan = scan
+        self.rows_per_byte = rows_per_byte
+
+    def partitions(self) -> Any:
+        return self.scan.partitions()
+
+    def read(self, partition: Any) -> Any:
+        import numpy as np
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        schema = to_arrow_schema(self.scan.schema, timezone="UTC")
+        some = next(iter_batch_columns(partition.splits[:1], max_rows=256)).to_arrow(schema)
+        rows = pa.concat_batches([some] * -(-self.scan.batch_rows // some.num_rows))
+        owed = 0.0
+        for split in partition.splits:
+            with SegmentReader(Path(split.segment.path)) as reader:
+                data = np.frombuffer(reader.data, dtype=np.uint8)
+                for start in range(split.start, split.end, RELEASE_INTERVAL_BYTES):
+                    stop = min(split.end, start + RELEASE_INTERVAL_BYTES)
+                    data[start:stop:mmap.PAGESIZE].max()
+                    reader.release(start, stop)
+                    owed += (stop - start) * self.rows_per_byte
+                    while owed >= rows.num_rows:
+                        yield rows
+                        owed -= rows.num_rows
+                del data
+        if owed >= 1:
+            yield rows.slice(0, round(owed))
+
+
+class PageTouchSource(KafkaLogDataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "kafka-log-page-touch"
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        scan = super().reader(schema)  # also keeps the listing out of what every task unpickles
+        assert isinstance(scan, KafkaLogReader)
+        return PageTouchReader(scan, float(self.options["rowsPerByte"]))
+
+
+def spark_page_touch(spark: Any, root: Path, rows_per_byte: float) -> int:
+    listing = list_segments_with_spark(spark, [str(root / "data")])
+    (spark.read.format(PageTouchSource.name()).option("listing", json.dumps(listing))
+     .option("minPartitions", str(spark.sparkContext.defaultParallelism))
+     .option("rowsPerByte", str(rows_per_byte)).load().write.format("noop").mode("overwrite").save())
+    return 0
+
+
 def timed(func: Callable[[], object]) -> float:
     start = time.perf_counter()
     func()
@@ -307,6 +372,8 @@ def main() -> None:
         (tiny_root / "data" / f"{name}-0").mkdir(parents=True)
         (tiny_root / "data" / f"{name}-0" / "00000000000000000000.log").write_bytes(data)
     scan_files, up_files, large_files = _files(scan_root), _files(up_root), _files(large_root)
+    # both scan fleets are cut from the same templates: the floor hands Spark this many rows per byte
+    rows_per_byte = sum(1 for _ in scan_segments(discover_segments([scan_root / "data"]))) / scan_bytes
     os.sync()  # dirty pages cannot be evicted
     load = os.getloadavg()
     print(f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores, "
@@ -336,11 +403,10 @@ def main() -> None:
     # scan on the 2nd query, ~0.25 s from the 20th): Spark rows are measured after that warm-up
     warmups: dict[str, tuple[float, float]] = {}
 
-    def cold_share(master: str, suffix: str, label: str, scan: Callable[[], object],
-                   files: list[Path]) -> None:
-        """One cold Spark scan against the mean of cold reads of the same files just before and after."""
+    def cold_share(name: str, suffix: str, label: str, job: Callable[[], object], files: list[Path]) -> None:
+        """One cold Spark job against the mean of cold reads of the same files just before and after."""
         before = record_cold(f"disk read, cold{suffix}", lambda: _read_all(files), files)
-        took = record_cold(f"scan spark {master}, cold{suffix}", scan, files)
+        took = record_cold(f"{name}, cold{suffix}", job, files)
         after = record_cold(f"disk read, cold{suffix}", lambda: _read_all(files), files)
         cold_shares.setdefault(label, []).append((before + after) / 2 / took)
 
@@ -397,24 +463,39 @@ def main() -> None:
 
         for _ in range(max(1, args.jvm_warmup // 4)):
             up_spark(spark, tiny_root)
+        spark.dataSource.register(PageTouchSource)
+        for _ in range(max(1, args.jvm_warmup // 4)):
+            spark_page_touch(spark, scan_root, rows_per_byte)
+
+        def touch(spark: Any = spark, root: Path = scan_root) -> None:
+            spark_page_touch(spark, root, rows_per_byte)
+
         for _ in range(r):
             record(f"scan spark {master}", lambda spark=spark: spark_scan(spark, scan_root))
-            cold_share(master, "", master, lambda spark=spark: spark_scan(spark, scan_root), scan_files)
+            record(f"page-touch floor {master}", touch)
+            cold_share(f"scan spark {master}", "", master, lambda spark=spark: spark_scan(spark, scan_root),
+                       scan_files)
+            cold_share(f"page-touch floor {master}", "", f"{master} page-touch floor", touch, scan_files)
             record(f"upconvert spark {master}", up_spark)
             record(f"scan job overhead {master}", lambda spark=spark: spark_scan(spark, tiny_root))
             record(f"upconvert job overhead {master}", lambda spark=spark: up_spark(spark, tiny_root))
             for name, func in baselines.items():
                 record(name, func)
         for _ in range(r if large_files else 0):
-            cold_share(master, ", large", f"{master}, {large_bytes / MIB:.0f} MiB",
+            cold_share(f"scan spark {master}", ", large", f"{master}, {large_bytes / MIB:.0f} MiB",
                        lambda spark=spark: spark_scan(spark, large_root), large_files)
+            cold_share(f"page-touch floor {master}", ", large",
+                       f"{master} page-touch floor, {large_bytes / MIB:.0f} MiB",
+                       lambda spark=spark: touch(spark, large_root), large_files)
         spark.stop()
     print()
     print("| scan (batch rows) | seconds | GB/s | vs kafka-python | vs aiokafka |")
     print("|---|---:|---:|---:|---:|")
     for k in ("disk read", "scan kafka-python", "scan aiokafka", "scan kraftwerk 1 process",
-              "scan spark local[1]", "scan spark local[2]", "disk read, cold",
-              "scan kraftwerk 1 process, cold", "scan spark local[1], cold", "scan spark local[2], cold"):
+              "scan spark local[1]", "scan spark local[2]", "page-touch floor local[1]",
+              "page-touch floor local[2]", "disk read, cold", "scan kraftwerk 1 process, cold",
+              "scan spark local[1], cold", "scan spark local[2], cold", "page-touch floor local[1], cold",
+              "page-touch floor local[2], cold"):
         s = results[k]
         print(f"| {k} | {s:.2f} | {scan_bytes / s / 1e9:.2f} | {results['scan kafka-python'] / s:.2f}x "
               f"| {results['scan aiokafka'] / s:.2f}x |")
@@ -449,11 +530,16 @@ def main() -> None:
     up_scaling = results["upconvert spark local[1]"] / results["upconvert spark local[2]"]
     for master, (first, total) in warmups.items():
         print(f"JVM warm-up on {master}: first scan {first:.1f} s, {args.jvm_warmup} scans {total:.1f} s")
-    for master, shares in cold_shares.items():
+    for label, shares in cold_shares.items():
         shares.sort()
-        print(f"cold scan on Spark {master}: {statistics.median(shares):.0%} of the cold sequential read's "
-              f"throughput (median of {len(shares)} scans, each against the cold reads just before and "
+        print(f"cold Spark {label}: {statistics.median(shares):.0%} of the cold sequential read's "
+              f"throughput (median of {len(shares)} jobs, each against the cold reads just before and "
               f"after it; range {shares[0]:.0%}-{shares[-1]:.0%})")
+    for label in [k for k in cold_shares if "floor" not in k]:
+        master, comma, size = label.partition(",")
+        floor = statistics.median(cold_shares[f"{master} page-touch floor{comma}{size}"])
+        print(f"cold scan on Spark {label}: {statistics.median(cold_shares[label]) / floor:.0%} of its "
+              f"page-touch floor")
     print(f"scaling local[1] -> local[2]: scan {scan_scaling:.2f}x, upconvert {up_scaling:.2f}x; "
           f"load average at end {os.getloadavg()[0]:.1f}")
     print(json.dumps({k: round(v, 3) for k, v in results.items()}))
