@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -133,6 +134,47 @@ def test_same_base_single_segment(tmp_path: Path) -> None:
             replace_segments(d, [0], [(0, newdata)], hook=hook)
         recover_replacements(d)
         assert _snapshot(d) in (old, new)
+
+
+def test_a_staged_transaction_index_goes_and_comes_with_its_log(tmp_path: Path) -> None:
+    """The transaction index cannot be rebuilt from the log: a staged one is swapped in with its
+    segment, and a crash at any step (no clean-up runs, as after a power cut) leaves the old one."""
+    new_log, new_txn = b"".join(make_batches(6, seed=7)), b"\x02" * 34
+
+    def old_state(d: Path) -> None:
+        d.mkdir()
+        write_segment(d, 0, make_batches(6, seed=1))
+        write_indexes(Segment(d, 0))
+        Segment(d, 0).txn_index_path.write_bytes(b"\x01" * 34)
+
+    def replace(d: Path, hook: Callable[[ReplaceStep, Path], None]) -> None:
+        rep = SegmentReplacement(d, hook=hook)
+        rep.add_segment(0, new_log, txn_index=new_txn)
+        rep.commit([0])
+
+    old_state(tmp_path / "old")
+    old = _snapshot(tmp_path / "old")
+    old_state(tmp_path / "new")
+    ops: list[tuple[ReplaceStep, str]] = []
+    replace(tmp_path / "new", lambda step, path: ops.append((step, path.name)))
+    new = _snapshot(tmp_path / "new")
+    assert new[f"{0:020d}.txnindex"] == new_txn
+    assert (ReplaceStep.WRITE_CLEANED, f"{0:020d}.txnindex.cleaned") in ops
+    for k in range(len(ops)):
+        d = tmp_path / f"crash-{k}"
+        old_state(d)
+        calls = 0
+
+        def hook(step: ReplaceStep, path: Path, k: int = k) -> None:
+            nonlocal calls
+            if calls == k:
+                raise Crash(f"{step.value} {path.name}")
+            calls += 1
+
+        with pytest.raises(Crash):
+            replace(d, hook)
+        recover_replacements(d)
+        assert _snapshot(d) in (old, new), (k, ops[k])
 
 
 def test_bad_plans(tmp_path: Path) -> None:

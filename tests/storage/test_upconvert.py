@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -160,6 +162,37 @@ def test_crash_at_every_step_leaves_whole_old_or_whole_new(tmp_path: Path) -> No
         assert names == {f"{0:020d}{s}" for s in (".log", ".index", ".timeindex")} | {f"{12:020d}.log"}
         txn = d / "00000000000000000000.txnindex"
         assert txn.exists() and txn.read_bytes() == b"\x00" * 34, f"crash before {step}: txnindex lost"
+
+
+_DIE_WRITING_THE_TXN_INDEX = """
+import os, sys
+from pathlib import Path
+from kraftwerk.storage import fileio, replace
+from kraftwerk.storage.upconvert import upconvert_partition
+real = fileio.write_and_sync
+def dying_write(path, chunks, **kw):
+    if ".txnindex" in path.name:
+        path.write_bytes(b"".join(chunks)[:10])
+        os._exit(17)
+    return real(path, chunks, **kw)
+fileio.write_and_sync = replace.write_and_sync = dying_write
+upconvert_partition(Path(sys.argv[1]), in_place=True)
+"""
+
+
+def test_a_process_killed_while_staging_the_transaction_index_leaves_no_stray_file(tmp_path: Path) -> None:
+    """A real process death (no clean-up runs) half-way through writing the staged copy of the
+    transaction index: recovery must leave the directory as it was before the run."""
+    d, old = _legacy_partition(tmp_path)
+    before = {p.name for p in d.iterdir()}
+    child = subprocess.run([sys.executable, "-c", _DIE_WRITING_THE_TXN_INDEX, str(d)], check=False)
+    assert child.returncode == 17, "the child did not die writing the transaction index"
+    recover_replacements(d)
+    assert {p.name for p in d.iterdir()} == before
+    assert (d / "00000000000000000000.log").read_bytes() == old
+    upconvert_partition(d, in_place=True)
+    assert {p.name for p in d.iterdir()} == before
+    assert (d / "00000000000000000000.log").read_bytes() == upconvert(old)
 
 
 def test_transaction_index_is_carried_over(tmp_path: Path) -> None:

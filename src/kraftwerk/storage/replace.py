@@ -96,11 +96,14 @@ class SegmentReplacement:
         self._new: list[int] = []
 
     def add_segment(self, base_offset: int, chunks: Bytes | Iterable[Bytes], *,
-                    check: Callable[[Path], Iterable[BatchSummary]] | None = None) -> Path:
+                    check: Callable[[Path], Iterable[BatchSummary]] | None = None,
+                    txn_index: Bytes | None = None) -> Path:
         """Write one new segment's log (and its indexes) under ``.cleaned`` names.
 
         ``check`` reads the written log back before its indexes are written (raising refuses it) and
         returns its batches' summaries, from which the indexes are built without a second read.
+        ``txn_index`` is the new segment's transaction index, which the log cannot rebuild; staged
+        like the rest, a crash while it is written leaves a ``.cleaned`` file that recovery drops.
         """
         if base_offset in self._new:
             raise ReplaceError(f"segment {base_offset} was already added to this replacement")
@@ -113,6 +116,10 @@ class SegmentReplacement:
         summaries = None if check is None else check(target)
         self.hook(ReplaceStep.WRITE_CLEANED, seg.index_path.with_name(seg.index_path.name + CLEANED_SUFFIX))
         write_indexes(seg, self.index_interval_bytes, suffix=CLEANED_SUFFIX, summaries=summaries)
+        if txn_index is not None:
+            txn_target = seg.txn_index_path.with_name(seg.txn_index_path.name + CLEANED_SUFFIX)
+            self.hook(ReplaceStep.WRITE_CLEANED, txn_target)
+            write_and_sync(txn_target, (txn_index,))
         return target
 
     def abort(self) -> None:

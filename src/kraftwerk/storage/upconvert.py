@@ -45,7 +45,7 @@ from kraftwerk.storage.errors import LogDirLockedError, StorageError
 from kraftwerk.storage.fileio import atomic_write, translate_os_errors
 from kraftwerk.storage.index import BatchSummary
 from kraftwerk.storage.lock import LogDirLock, lock_holder
-from kraftwerk.storage.replace import CLEANED_SUFFIX, ReplaceHook, SegmentReplacement, recover_replacements
+from kraftwerk.storage.replace import ReplaceHook, SegmentReplacement, recover_replacements
 from kraftwerk.storage.scan import ScanError, partition_dirs
 from kraftwerk.storage.segment import (
     Segment,
@@ -296,11 +296,12 @@ def verify_converted(old_path: Path, new_path: Path) -> int:
         return count
 
 
-def _copy_txn_index(src: Segment, dst_txn_path: Path) -> None:
-    if src.txn_index_path.exists():
-        with translate_os_errors(src.txn_index_path, "copy"):
-            data = src.txn_index_path.read_bytes()
-        atomic_write(dst_txn_path, data)
+def _read_txn_index(seg: Segment) -> bytes | None:
+    """The segment's transaction index (aborted transactions: the log cannot rebuild it), if any."""
+    if not seg.txn_index_path.exists():
+        return None
+    with translate_os_errors(seg.txn_index_path, "read"):
+        return seg.txn_index_path.read_bytes()
 
 
 def _outcome(log_dir: Path, topic: str, partition: int, base: int, status: Status, c: SegmentCensus | None,
@@ -380,10 +381,11 @@ def _convert_in_place(seg: Segment, hook: ReplaceHook | None) -> tuple[int, int]
         return verified[-1].batches
 
     try:
+        txn_index = _read_txn_index(seg)
         with SegmentReader(seg.log_path) as reader:
             ledger = ConversionLedger()
-            cleaned = rep.add_segment(seg.base_offset, converted_chunks(reader, ledger), check=check)
-        _copy_txn_index(seg, seg.txn_index_path.with_name(seg.txn_index_path.name + CLEANED_SUFFIX))
+            cleaned = rep.add_segment(seg.base_offset, converted_chunks(reader, ledger), check=check,
+                                      txn_index=txn_index)
         size = cleaned.stat().st_size
     except BaseException:
         rep.abort()
@@ -406,7 +408,9 @@ def _convert_to(seg: Segment, target_dir: Path) -> tuple[int, int]:
             p.unlink(missing_ok=True)
         raise
     write_indexes(out, summaries=verified.batches)
-    _copy_txn_index(seg, out.txn_index_path)
+    txn_index = _read_txn_index(seg)
+    if txn_index is not None:
+        atomic_write(out.txn_index_path, txn_index)
     return out.log_path.stat().st_size, verified.records
 
 
