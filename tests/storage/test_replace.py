@@ -177,6 +177,18 @@ def test_a_staged_transaction_index_goes_and_comes_with_its_log(tmp_path: Path) 
         assert _snapshot(d) in (old, new), (k, ops[k])
 
 
+def test_recovery_drops_unfinished_temp_files_of_segment_files_only(tmp_path: Path) -> None:
+    _old_state(tmp_path)
+    old = _snapshot(tmp_path)
+    strays = [f"{0:020d}.index.tmp", f"{30:020d}.timeindex.cleaned.tmp", f"{90:020d}.log.cleaned.tmp"]
+    others = ["leader-epoch-checkpoint.tmp", "partition.metadata.tmp", "notes.tmp"]
+    for name in strays + others:
+        (tmp_path / name).write_bytes(b"partial")
+    recovery = recover_replacements(tmp_path)
+    assert sorted(recovery.rolled_back) == sorted(strays)
+    assert _snapshot(tmp_path) == old | {name: b"partial" for name in others}
+
+
 def test_bad_plans(tmp_path: Path) -> None:
     write_segment(tmp_path, 0, make_batches(3))
     with pytest.raises(ReplaceError):

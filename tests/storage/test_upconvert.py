@@ -6,12 +6,13 @@ import importlib
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
 
 from kraftwerk.records import CompressionType, RecordsBuilder, iter_batches, upconvert
+from kraftwerk.storage.fileio import Bytes
 from kraftwerk.storage.lock import LogDirLock
 from kraftwerk.storage.replace import ReplaceStep, recover_replacements
 from kraftwerk.storage.segment import Segment, list_segments, verify_indexes, write_indexes
@@ -132,13 +133,29 @@ def _hook_calls(tmp_path: Path) -> list[tuple[ReplaceStep, str]]:
     return calls
 
 
+def _check_recovered_and_rerun(d: Path, old: bytes, where: str) -> None:
+    """After a crash: recovery (what a broker or the next run does on opening the directory) leaves
+    the segment whole old or whole new and no stray file; a re-run then completes the job."""
+    recover_replacements(d)
+    data = (d / "00000000000000000000.log").read_bytes()
+    assert data in (old, upconvert(old)), f"crash {where}: segment is neither old nor new"
+    final = {f"{0:020d}{s}" for s in (".log", ".index", ".timeindex", ".txnindex")} | {f"{12:020d}.log"}
+    assert {p.name for p in d.iterdir()} == final, f"crash {where}: stray or missing files"
+    outcomes = upconvert_partition(d, in_place=True)
+    assert (d / "00000000000000000000.log").read_bytes() == upconvert(old)
+    status = {o.base_offset: o.status for o in outcomes}
+    assert status[12] is Status.UNCHANGED
+    assert status[0] in (Status.CONVERTED, Status.UNCHANGED)
+    assert verify_indexes(Segment(d, 0)) == []
+    assert {p.name for p in d.iterdir()} == final
+    assert (d / "00000000000000000000.txnindex").read_bytes() == b"\x00" * 34, f"crash {where}: txnindex lost"
+
+
 def test_crash_at_every_step_leaves_whole_old_or_whole_new(tmp_path: Path) -> None:
     calls = _hook_calls(tmp_path)
     assert {s for s, _ in calls} == set(ReplaceStep)
     for n, (step, name) in enumerate(calls):
-        root = tmp_path / f"crash-{n}"
-        d, old = _legacy_partition(root)
-        new = upconvert(old)
+        d, old = _legacy_partition(tmp_path / f"crash-{n}")
         seen = [0]
 
         def hook(s: ReplaceStep, p: Path, n: int = n, seen: list[int] = seen) -> None:
@@ -148,51 +165,61 @@ def test_crash_at_every_step_leaves_whole_old_or_whole_new(tmp_path: Path) -> No
 
         with pytest.raises(Crash):
             upconvert_partition(d, in_place=True, hook=hook)
-        recover_replacements(d)  # what a broker (or the next run) does when it opens the directory
-        data = (d / "00000000000000000000.log").read_bytes()
-        assert data in (old, new), f"crash before {step} on {name}: segment is neither old nor new"
-        assert (d / "00000000000000000012.log").exists()
-        outcomes = upconvert_partition(d, in_place=True)
-        assert (d / "00000000000000000000.log").read_bytes() == new
-        status = {o.base_offset: o.status for o in outcomes}
-        assert status[12] is Status.UNCHANGED
-        assert status[0] in (Status.CONVERTED, Status.UNCHANGED)
-        assert verify_indexes(Segment(d, 0)) == []
-        names = {p.name for p in d.iterdir()} - {"00000000000000000000.txnindex"}
-        assert names == {f"{0:020d}{s}" for s in (".log", ".index", ".timeindex")} | {f"{12:020d}.log"}
-        txn = d / "00000000000000000000.txnindex"
-        assert txn.exists() and txn.read_bytes() == b"\x00" * 34, f"crash before {step}: txnindex lost"
+        _check_recovered_and_rerun(d, old, f"before {step} on {name}")
 
 
-_DIE_WRITING_THE_TXN_INDEX = """
+#: A child that converts the partition in place and dies (os._exit: no exception handler or clean-up
+#: runs, as under kill -9 or a power cut) before its n-th replacement step, or half-way through its
+#: n-th file write.
+_DIE_AT = """
 import os, sys
 from pathlib import Path
 from kraftwerk.storage import fileio, replace
 from kraftwerk.storage.upconvert import upconvert_partition
-real = fileio.write_and_sync
-def dying_write(path, chunks, **kw):
-    if ".txnindex" in path.name:
+directory, mode, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+seen = [0]
+def reached():
+    seen[0] += 1
+    return seen[0] - 1 == n
+real_write = fileio.write_and_sync
+def write(path, chunks, **kw):
+    if mode == "write" and reached():
         path.write_bytes(b"".join(chunks)[:10])
         os._exit(17)
-    return real(path, chunks, **kw)
-fileio.write_and_sync = replace.write_and_sync = dying_write
-upconvert_partition(Path(sys.argv[1]), in_place=True)
+    return real_write(path, chunks, **kw)
+def hook(step, path):
+    if mode == "step" and reached():
+        os._exit(17)
+fileio.write_and_sync = replace.write_and_sync = write
+upconvert_partition(directory, in_place=True, hook=hook)
 """
 
 
-def test_a_process_killed_while_staging_the_transaction_index_leaves_no_stray_file(tmp_path: Path) -> None:
-    """A real process death (no clean-up runs) half-way through writing the staged copy of the
-    transaction index: recovery must leave the directory as it was before the run."""
-    d, old = _legacy_partition(tmp_path)
-    before = {p.name for p in d.iterdir()}
-    child = subprocess.run([sys.executable, "-c", _DIE_WRITING_THE_TXN_INDEX, str(d)], check=False)
-    assert child.returncode == 17, "the child did not die writing the transaction index"
-    recover_replacements(d)
-    assert {p.name for p in d.iterdir()} == before
-    assert (d / "00000000000000000000.log").read_bytes() == old
-    upconvert_partition(d, in_place=True)
-    assert {p.name for p in d.iterdir()} == before
-    assert (d / "00000000000000000000.log").read_bytes() == upconvert(old)
+def test_a_process_killed_at_every_step_and_in_every_write_recovers(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from kraftwerk.storage import fileio, replace
+
+    writes: list[str] = []
+    real_write = fileio.write_and_sync
+
+    def counting_write(path: Path, chunks: Iterable[Bytes], **kw: bool) -> int:
+        writes.append(path.name)
+        return real_write(path, chunks, **kw)
+
+    d, _ = _legacy_partition(tmp_path / "count")
+    steps: list[tuple[ReplaceStep, str]] = []
+    monkeypatch.setattr(fileio, "write_and_sync", counting_write)
+    monkeypatch.setattr(replace, "write_and_sync", counting_write)
+    upconvert_partition(d, in_place=True, hook=lambda step, path: steps.append((step, path.name)))
+    monkeypatch.undo()
+    assert any(name.endswith(".txnindex.cleaned") for name in writes)
+    for mode, points in (("step", [f"before {s} on {name}" for s, name in steps]),
+                         ("write", [f"writing {name}" for name in writes])):
+        for n, where in enumerate(points):
+            d, old = _legacy_partition(tmp_path / f"{mode}-{n}")
+            child = subprocess.run([sys.executable, "-c", _DIE_AT, str(d), mode, str(n)], check=False)
+            assert child.returncode == 17, f"the child did not die {where}"
+            _check_recovered_and_rerun(d, old, where)
 
 
 def test_transaction_index_is_carried_over(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ logs replace the segments whose offsets they overlap and are renamed into place 
 interrupted: roll forward); offset and time index ``.swap`` files are dropped and rebuilt from
 the log, while a transaction index ``.swap`` (which the log cannot rebuild) is renamed into place
 next to its log.
+Temporary files of segment files (``*.tmp``: a write killed before its rename) are dropped.
 A crash at any point therefore leaves the whole old or the whole new set of segments.
 
 Like Kafka, the roll-forward finds the old segments by offset overlap with the new ones, so new
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kraftwerk.storage.errors import ReplaceError
-from kraftwerk.storage.fileio import Bytes, fsync_dir, translate_os_errors, write_and_sync
+from kraftwerk.storage.fileio import TMP_SUFFIX, Bytes, fsync_dir, translate_os_errors, write_and_sync
 from kraftwerk.storage.index import DEFAULT_INDEX_INTERVAL_BYTES, BatchSummary
 from kraftwerk.storage.segment import (
     INDEX_SUFFIX,
@@ -238,6 +239,10 @@ def recover_replacements(directory: Path, *, index_interval_bytes: int = DEFAULT
         if name.endswith(DELETED_SUFFIX) and parse_segment_file_name(name[:-len(DELETED_SUFFIX)]):
             _delete(directory / name)
             deleted.append(name)
+        elif name.endswith(TMP_SUFFIX) and parse_segment_file_name(
+                name[:-len(TMP_SUFFIX)].removesuffix(CLEANED_SUFFIX)):
+            _delete(directory / name)  # an index or .cleaned file whose write never reached its rename
+            rolled_back.append(name)
         elif name.endswith(CLEANED_SUFFIX) and (p := parse_segment_file_name(name[:-len(CLEANED_SUFFIX)])):
             cleaned.append((p[0], name))
         elif name.endswith(SWAP_SUFFIX) and (p := parse_segment_file_name(name[:-len(SWAP_SUFFIX)])):
