@@ -30,6 +30,19 @@ def _snapshot(directory: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
 
 
+def _crash_at(k: int) -> Callable[[ReplaceStep, Path], None]:
+    """A hook that crashes before the ``k``-th file operation (counting from 0)."""
+    calls = 0
+
+    def hook(step: ReplaceStep, path: Path) -> None:
+        nonlocal calls
+        if calls == k:
+            raise Crash(f"{step.value} {path.name}")
+        calls += 1
+
+    return hook
+
+
 def _old_state(directory: Path) -> None:
     for base, seed in ((0, 1), (30, 2), (60, 3)):
         write_segment(directory, base, make_batches(10, base_offset=base, seed=seed))
@@ -81,16 +94,8 @@ def test_crash_at_every_step(tmp_path: Path) -> None:
     for k in range(len(ops) + 1):
         d = tmp_path / f"crash-{k}"
         shutil.copytree(base, d)
-        calls = 0
-
-        def hook(step: ReplaceStep, path: Path, k: int = k) -> None:
-            nonlocal calls
-            if calls == k:
-                raise Crash(f"{step.value} {path.name}")
-            calls += 1
-
         with contextlib.suppress(Crash):
-            replace_segments(d, [0, 30], _new_segments(), hook=hook, index_interval_bytes=1024)
+            replace_segments(d, [0, 30], _new_segments(), hook=_crash_at(k), index_interval_bytes=1024)
         recover_replacements(d, index_interval_bytes=1024)
         state = _snapshot(d)
         assert state in (old, new), (k, ops[k] if k < len(ops) else "done", sorted(state))
@@ -122,23 +127,15 @@ def test_same_base_single_segment(tmp_path: Path) -> None:
         d.mkdir()
         write_segment(d, 0, make_batches(6, seed=1))
         write_indexes(Segment(d, 0))
-        n = 0
-
-        def hook(step: ReplaceStep, path: Path, k: int = k) -> None:
-            nonlocal n
-            if n == k:
-                raise Crash
-            n += 1
-
         with pytest.raises(Crash):
-            replace_segments(d, [0], [(0, newdata)], hook=hook)
+            replace_segments(d, [0], [(0, newdata)], hook=_crash_at(k))
         recover_replacements(d)
         assert _snapshot(d) in (old, new)
 
 
 def test_a_staged_transaction_index_goes_and_comes_with_its_log(tmp_path: Path) -> None:
     """The transaction index cannot be rebuilt from the log: a staged one is swapped in with its
-    segment, and a crash at any step (no clean-up runs, as after a power cut) leaves the old one."""
+    segment, and a crash at any step leaves the old one or the new one."""
     new_log, new_txn = b"".join(make_batches(6, seed=7)), b"\x02" * 34
 
     def old_state(d: Path) -> None:
@@ -163,16 +160,8 @@ def test_a_staged_transaction_index_goes_and_comes_with_its_log(tmp_path: Path) 
     for k in range(len(ops)):
         d = tmp_path / f"crash-{k}"
         old_state(d)
-        calls = 0
-
-        def hook(step: ReplaceStep, path: Path, k: int = k) -> None:
-            nonlocal calls
-            if calls == k:
-                raise Crash(f"{step.value} {path.name}")
-            calls += 1
-
         with pytest.raises(Crash):
-            replace(d, hook)
+            replace(d, _crash_at(k))
         recover_replacements(d)
         assert _snapshot(d) in (old, new), (k, ops[k])
 
