@@ -430,17 +430,8 @@ class RecordBatch:
         """
         if self._base_offset is not None and self._count is not None:
             return self._base_offset, self._count
-        payload = self.decompressed_payload()
-        last_pos, count = _last_span(payload)
-        if count == 0:
-            return self.base_offset, self.record_count
-        (first,) = _LOG_HEADER_OFFSET.unpack_from(payload, 0)
-        if self.magic == MAGIC_V0:
-            return first, count
-        (last,) = _LOG_HEADER_OFFSET.unpack_from(payload, last_pos)
-        if self.last_offset == 0 or self.last_offset < last:
-            return self.base_offset, self.record_count
-        return self.last_offset - last + first, count
+        counted = wrapper_offsets_and_count(self.decompressed_payload(), self.magic, self.last_offset)
+        return (self.base_offset, self.record_count) if counted is None else counted
 
     def _legacy_records(self) -> Iterator[Record]:
         for m in self.messages():
@@ -450,6 +441,24 @@ class RecordBatch:
         return (f"RecordBatch(magic={self.magic}, position={self.position}, size={self.size}, "
                 f"last_offset={self.last_offset}, compression={self.compression.kafka_name}, "
                 f"count={self._count})")
+
+
+def wrapper_offsets_and_count(payload: bytes, magic: int, wrapper_offset: int) -> tuple[int, int] | None:
+    """(first offset, message count) of a compressed v0/v1 wrapper from its inner message set
+    ``payload``, by framing the inner messages only; None for an unusual wrapper (no inner message,
+    wrapper offset 0 or below its last inner one), which :meth:`RecordBatch.messages` must decide.
+    Raises ``CorruptRecordError`` for bad inner framing. Inner v1 offsets are relative to the
+    wrapper's, which is the last one (Kafka's rule)."""
+    last_pos, count = _last_span(payload)
+    if count == 0:
+        return None
+    (first,) = _LOG_HEADER_OFFSET.unpack_from(payload, 0)
+    if magic == MAGIC_V0:
+        return first, count
+    (last,) = _LOG_HEADER_OFFSET.unpack_from(payload, last_pos)
+    if wrapper_offset == 0 or wrapper_offset < last:
+        return None
+    return wrapper_offset - last + first, count
 
 
 def _with_offset(m: LegacyMessage, offset: int) -> LegacyMessage:

@@ -3,12 +3,12 @@
 This is what ``kraftwerk pipeline scan`` computes, with or without Spark: the Spark data source
 (``kraftwerk.spark.source``) only plans :class:`SegmentSplit` values and turns the chunks of
 :func:`iter_batch_columns` / the rows of :func:`iter_record_rows` into Arrow batches. A scan reads
-batch headers from a memory-mapped segment and checks CRCs; plain v2 batches and uncompressed v0/v1
-messages are framed one by one but their headers are copied out in one NumPy step per window. It
-decompresses only v0/v1 compressed wrappers (their base offset and record count live inside the
-payload). Memory therefore stays at one batch and one chunk of rows, never a segment. Damage never
-stops a scan: a batch with a bad CRC is a row with ``crc_valid`` false, and unreadable bytes (bad
-framing, a torn tail) become one row with ``error`` set.
+batch headers from a memory-mapped segment and checks CRCs; v2 batches and v0/v1 messages are framed
+one by one but their headers are copied out in one NumPy step per window. It decompresses only v0/v1
+compressed wrappers (their base offset and record count live inside the payload), and frames their
+inner messages without parsing them. Memory therefore stays at one batch and one chunk of rows,
+never a segment. Damage never stops a scan: a batch with a bad CRC is a row with ``crc_valid``
+false, and unreadable bytes (bad framing, a torn tail) become one row with ``error`` set.
 
 Large segments are split at offset-index entries (each entry names a batch start), after checking
 that the entry really points at a batch with that last offset, so a stale index cannot misplace a
@@ -37,10 +37,13 @@ from kraftwerk.records.batch import (
     V2_HEADER,
     BatchScanner,
     Header,
+    LegacyLayout,
     RecordBatch,
     TailReason,
     legacy_layout,
+    wrapper_offsets_and_count,
 )
+from kraftwerk.records.compression import decompress
 from kraftwerk.records.errors import RecordsError
 from kraftwerk.records.types import (
     LOG_OVERHEAD,
@@ -328,6 +331,7 @@ _V2_FRAME = struct.Struct(">8xi4xb4xh34xi")
 #: size, magic and attributes of a v0/v1 message (after its offset)
 _LEGACY_FRAME = struct.Struct(">8xi4xBb")
 _CODEC_NAMES = np.array([c.kafka_name for c in CompressionType], dtype=object)
+_LAST_CODEC = max(CompressionType)
 #: by magic + timestamp-type bit: v0 has none, v1 create or log-append time
 _LEGACY_TIMESTAMP_TYPES = np.array([TimestampType.NO_TIMESTAMP_TYPE.kafka_name,
                                     TimestampType.CREATE_TIME.kafka_name,
@@ -337,12 +341,15 @@ _TIMESTAMP_TYPE_NAMES = _LEGACY_TIMESTAMP_TYPES[1:]
 
 class _Headers(NamedTuple):
     """Header-framed rows of one kind in a piece: where they are, their headers, whether their CRC
-    matched, and their indices among the piece's rows."""
+    matched, their indices among the piece's rows, and (v0/v1 wrappers only, which need their inner
+    messages for these) their first offsets and record counts."""
 
     positions: np.ndarray
     headers: np.ndarray
     crc_valid: np.ndarray
     indices: np.ndarray
+    bases: np.ndarray
+    counts: np.ndarray
 
 
 class _Framed:
@@ -350,7 +357,7 @@ class _Framed:
     CRCs and row indices now; the headers are copied out by :meth:`gather`, before the scan
     releases the pages behind it."""
 
-    __slots__ = ("crcs", "gathered", "indices", "native", "positions", "record")
+    __slots__ = ("bases", "counts", "crcs", "gathered", "indices", "native", "positions", "record")
 
     def __init__(self, record: np.dtype[Any]) -> None:
         self.record = record
@@ -358,6 +365,8 @@ class _Framed:
         self.positions: list[int] = []
         self.crcs: list[int] = []
         self.indices: list[int] = []
+        self.bases: list[int] = []
+        self.counts: list[int] = []
         self.gathered: list[tuple[np.ndarray, np.ndarray]] = []
 
     def gather(self, data: np.ndarray) -> None:
@@ -379,31 +388,36 @@ class _Framed:
             crc_valid = headers["crc"] == np.array(self.crcs, dtype=np.uint32)
         else:
             crc_valid = np.ones(len(headers), dtype=bool)
-        return _Headers(positions, headers, crc_valid, np.array(self.indices, dtype=np.int64))
+        return _Headers(positions, headers, crc_valid, np.array(self.indices, dtype=np.int64),
+                        np.array(self.bases, dtype=np.int64), np.array(self.counts, dtype=np.int32))
 
 
 class _Piece(NamedTuple):
-    """The rows one split added to a chunk: plain v2 batches and uncompressed v0/v1 messages as
-    gathered headers, the rest as row objects (each with its index among the piece's rows)."""
+    """The rows one split added to a chunk: plain v2 batches, uncompressed v0/v1 messages and
+    v0/v1 wrappers as gathered headers, the rest as row objects (each with its index among the
+    piece's rows)."""
 
     segment: SegmentFile
     rows: int
     v2: _Headers
     legacy: _Headers
+    wrappers: _Headers
     others: list[tuple[int, BatchRow]]
 
 
 class _SplitRows:
-    """The rows of one split while its segment is mapped: header-framed v2 batches and v0/v1
-    messages, and every other batch (wrappers, damage) as a whole :class:`BatchRow`."""
+    """The rows of one split while its segment is mapped: header-framed v2 batches, v0/v1
+    messages and wrappers, and every other batch (damage, unusual wrappers) as a whole
+    :class:`BatchRow`."""
 
-    __slots__ = ("count", "legacy", "others", "segment", "v2")
+    __slots__ = ("count", "legacy", "others", "segment", "v2", "wrappers")
 
     def __init__(self, segment: SegmentFile) -> None:
         self.segment = segment
         self.count = 0
         self.v2 = _Framed(_V2_HEADER_RECORD)
         self.legacy = _Framed(_LEGACY_HEADER_RECORD)
+        self.wrappers = _Framed(_LEGACY_HEADER_RECORD)
         self.others: list[tuple[int, BatchRow]] = []
 
     def add_row(self, row: BatchRow) -> None:
@@ -413,13 +427,15 @@ class _SplitRows:
     def gather(self, data: np.ndarray) -> None:
         self.v2.gather(data)
         self.legacy.gather(data)
+        self.wrappers.gather(data)
 
     def finish(self, data: np.ndarray, validate: bool) -> _Piece:
         return _Piece(self.segment, self.count, self.v2.finish(data, validate),
-                      self.legacy.finish(data, validate), self.others)
+                      self.legacy.finish(data, validate), self.wrappers.finish(data, validate), self.others)
 
 
-def _v2_fields(h: np.ndarray, crc_valid: np.ndarray) -> list[np.ndarray]:
+def _v2_fields(h: np.ndarray, crc_valid: np.ndarray, bases: np.ndarray, counts: np.ndarray
+               ) -> list[np.ndarray]:
     """The batch columns from ``base_offset`` to ``partition_leader_epoch`` of plain v2 batches."""
     attrs = h["attributes"]
     base = h["base_offset"]
@@ -429,7 +445,8 @@ def _v2_fields(h: np.ndarray, crc_valid: np.ndarray) -> list[np.ndarray]:
             attrs & 0x10 != 0, attrs & 0x20 != 0, h["producer_id"], h["partition_leader_epoch"]]
 
 
-def _legacy_fields(h: np.ndarray, crc_valid: np.ndarray) -> list[np.ndarray]:
+def _legacy_fields(h: np.ndarray, crc_valid: np.ndarray, bases: np.ndarray, counts: np.ndarray
+                   ) -> list[np.ndarray]:
     """The same columns of uncompressed v0/v1 messages: one record each, no producer or epoch."""
     magic = h["magic"].astype(np.int32)
     ts = np.where(magic == MAGIC_V1, h["timestamp"], NO_TIMESTAMP)
@@ -439,6 +456,15 @@ def _legacy_fields(h: np.ndarray, crc_valid: np.ndarray) -> list[np.ndarray]:
             _LEGACY_TIMESTAMP_TYPES[magic + (magic & (h["attributes"] >> 3) & 1)], crc_valid,
             np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), np.full(n, NO_PRODUCER_ID, dtype=np.int64),
             np.full(n, NO_PARTITION_LEADER_EPOCH, dtype=np.int32)]
+
+
+def _wrapper_fields(h: np.ndarray, crc_valid: np.ndarray, bases: np.ndarray, counts: np.ndarray
+                    ) -> list[np.ndarray]:
+    """The same columns of compressed v0/v1 wrappers: the offset in the header is the last one, the
+    first offset and the count come from the inner messages."""
+    columns = _legacy_fields(h, crc_valid, bases, counts)
+    columns[0], columns[3], columns[4] = bases, _CODEC_NAMES[h["attributes"] & 0x07], counts
+    return columns
 
 
 def _per_row(values: list[object], dtype: type[Any], piece_of_row: np.ndarray) -> np.ndarray:
@@ -453,7 +479,8 @@ class BatchColumns:
 
     A scan produces ~100k batches per GiB: building a row object per plain batch (and transposing
     the rows for Arrow) cost more than reading the batches, so their columns come straight from the
-    gathered headers as NumPy arrays; only v0/v1 wrappers and damaged batches are row objects.
+    gathered headers as NumPy arrays; only damaged batches and unusual v0/v1 wrappers are row
+    objects.
     """
 
     __slots__ = ("_pieces", "_rows")
@@ -476,7 +503,8 @@ class BatchColumns:
         """(indices in the chunk, every :data:`BATCH_COLUMNS` column) of each kind of framed rows."""
         pieces, starts = self._pieces, self._starts()
         out = []
-        for kind, fields in ((attrgetter("v2"), _v2_fields), (attrgetter("legacy"), _legacy_fields)):
+        for kind, fields in ((attrgetter("v2"), _v2_fields), (attrgetter("legacy"), _legacy_fields),
+                             (attrgetter("wrappers"), _wrapper_fields)):
             groups: list[_Headers] = [kind(p) for p in pieces]
             sizes = [len(g.positions) for g in groups]
             if not sum(sizes):
@@ -489,7 +517,8 @@ class BatchColumns:
                 _per_row([p.segment.partition for p in pieces], np.int32, piece_of_row),
                 _per_row([p.segment.base_offset for p in pieces], np.int64, piece_of_row),
                 np.concatenate([g.positions for g in groups]),
-                *fields(h, np.concatenate([g.crc_valid for g in groups])),
+                *fields(h, *(np.concatenate([getattr(g, f) for g in groups])
+                             for f in ("crc_valid", "bases", "counts"))),
                 np.full(len(h), None, dtype=object),
             ]
             indices = np.concatenate([g.indices + start for g, start in zip(groups, starts, strict=True)])
@@ -567,33 +596,46 @@ def _plain_v2_run(mv: memoryview, pos: int, stop: int, size: int, validate: bool
     return pos
 
 
-def _plain_legacy_run(mv: memoryview, pos: int, stop: int, size: int, validate: bool, out: _SplitRows,
-                      room: int) -> int:
-    """Frame the uncompressed v0/v1 messages starting in ``[pos, stop)`` (at most ``room``) into
-    ``out``; return where the first message that is not one begins.
+def _legacy_run(mv: memoryview, pos: int, stop: int, size: int, validate: bool, out: _SplitRows,
+                room: int, max_decompressed: int) -> int:
+    """Frame the v0/v1 messages starting in ``[pos, stop)`` (at most ``room``) into ``out``: plain
+    messages, and compressed wrappers with their inner messages counted; return where the first
+    message that is neither begins.
 
     An old client's uncompressed messages are one batch each: through :class:`BatchScanner` and a
-    batch object they cost ~3 us apiece, which made a legacy topic scan at ~75 MB/s. The records
-    layer's :func:`legacy_layout` still checks each one; anything odd (a compressed wrapper, bad
-    framing or layout) is left to :func:`_other_batch`.
+    batch object they cost ~3 us apiece, which made a legacy topic scan at ~75 MB/s; a wrapper cost
+    ~10 us more as a batch object and a row than its decompression and count. The records layer's
+    :func:`legacy_layout` still checks each one; anything odd (bad framing or layout, an unusual
+    wrapper, a payload that does not decompress) is left to :func:`_other_batch`.
     """
-    framed = out.legacy
-    position, crc, index = framed.positions.append, framed.crcs.append, framed.indices.append
+    plain, wrappers = out.legacy, out.wrappers
+    position, crc, index = plain.positions.append, plain.crcs.append, plain.indices.append
     unpack = _LEGACY_FRAME.unpack_from
     n = out.count
     while pos < stop and room > 0 and size - pos >= LOG_OVERHEAD + RECORD_OVERHEAD_V0:
         length, magic, attrs = unpack(mv, pos)
         total = length + LOG_OVERHEAD
-        if magic > MAGIC_V1 or attrs & 0x07 or length < RECORD_OVERHEAD_V0 or total > size - pos:
+        if magic > MAGIC_V1 or length < RECORD_OVERHEAD_V0 or total > size - pos:
             break
         try:
-            legacy_layout(mv, pos, total, magic)
+            layout = legacy_layout(mv, pos, total, magic)
+            counted = _counted_wrapper(mv, layout, magic, attrs, max_decompressed) if attrs & 0x07 else None
         except RecordsError:
             break
-        position(pos)
-        index(n)
-        if validate:
-            crc(zlib.crc32(mv[pos + LEGACY_CRC_START:pos + total]))
+        if counted is None:
+            if attrs & 0x07:
+                break
+            position(pos)
+            index(n)
+            if validate:
+                crc(zlib.crc32(mv[pos + LEGACY_CRC_START:pos + total]))
+        else:
+            wrappers.positions.append(pos)
+            wrappers.indices.append(n)
+            wrappers.bases.append(counted[0])
+            wrappers.counts.append(counted[1])
+            if validate:
+                wrappers.crcs.append(zlib.crc32(mv[pos + LEGACY_CRC_START:pos + total]))
         pos += total
         room -= 1
         n += 1
@@ -601,9 +643,21 @@ def _plain_legacy_run(mv: memoryview, pos: int, stop: int, size: int, validate: 
     return pos
 
 
+def _counted_wrapper(mv: memoryview, layout: LegacyLayout, magic: int, attrs: int, max_decompressed: int
+                     ) -> tuple[int, int] | None:
+    """(first offset, record count) of the compressed v0/v1 wrapper with ``layout``, as
+    :meth:`RecordBatch.offsets_and_count` gives them; None where a batch object must decide."""
+    value_at, value_len = layout[6], layout[7]
+    if value_len < 0 or attrs & 0x07 > _LAST_CODEC:
+        return None
+    payload = decompress(CompressionType(attrs & 0x07), mv[value_at + 4:value_at + 4 + value_len],
+                         magic=magic, max_size=max_decompressed)
+    return wrapper_offsets_and_count(payload, magic, layout[0])
+
+
 def _other_batch(split: SegmentSplit, reader: SegmentReader, pos: int, validate: bool,
                  out: _SplitRows) -> int | None:
-    """Add the batch at ``pos`` through :class:`BatchScanner` (a v0/v1 wrapper, or damage); return
+    """Add the batch at ``pos`` through :class:`BatchScanner` (damage, or an unusual v0/v1 wrapper); return
     where the next one starts, or None when the split ends in unreadable bytes there."""
     for b, err in _scanned(split, reader, pos):
         if b is None:
@@ -641,8 +695,8 @@ def iter_batch_columns(splits: Iterable[SegmentSplit], *, validate: bool = True,
                         at = pos
                         pos = _plain_v2_run(mv, pos, stop, size, validate, rows,
                                             max_rows - len(out) - rows.count)
-                        pos = _plain_legacy_run(mv, pos, stop, size, validate, rows,
-                                                max_rows - len(out) - rows.count)
+                        pos = _legacy_run(mv, pos, stop, size, validate, rows,
+                                          max_rows - len(out) - rows.count, reader.max_decompressed_size)
                         if pos == at and len(out) + rows.count < max_rows:
                             pos = _other_batch(split, reader, pos, validate, rows)
                         if len(out) + rows.count >= max_rows:
