@@ -622,13 +622,13 @@ def _legacy_run(mv: memoryview, pos: int, stop: int, size: int, validate: bool, 
             counted = _counted_wrapper(mv, layout, magic, attrs, max_decompressed) if attrs & 0x07 else None
         except RecordsError:
             break
-        if counted is None:
-            if attrs & 0x07:
-                break
+        if not attrs & 0x07:
             position(pos)
             index(n)
             if validate:
                 crc(zlib.crc32(mv[pos + LEGACY_CRC_START:pos + total]))
+        elif counted is None:
+            break  # an unusual wrapper: a batch object decides
         else:
             wrappers.positions.append(pos)
             wrappers.indices.append(n)
