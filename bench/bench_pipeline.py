@@ -399,16 +399,27 @@ def main() -> None:
     # with the mean of cold sequential reads taken right before and right after it, and the median
     # of these per-scan ratios is reported
     cold_shares: dict[str, list[float]] = {}
+    # each cold scan also against the cold page-touch floor run right after it (the same disk spell)
+    floor_shares: dict[str, list[float]] = {}
     # the driver JVM keeps compiling Spark's own code for ~20 queries (~0.6 s of CPU per 1 GiB
     # scan on the 2nd query, ~0.25 s from the 20th): Spark rows are measured after that warm-up
     warmups: dict[str, tuple[float, float]] = {}
 
-    def cold_share(name: str, suffix: str, label: str, job: Callable[[], object], files: list[Path]) -> None:
-        """One cold Spark job against the mean of cold reads of the same files just before and after."""
+    def cold_share(name: str, suffix: str, label: str, job: Callable[[], object], files: list[Path]) -> float:
+        """One cold Spark job against the mean of cold reads of the same files just before and after;
+        returns the job's time."""
         before = record_cold(f"disk read, cold{suffix}", lambda: _read_all(files), files)
         took = record_cold(f"{name}, cold{suffix}", job, files)
         after = record_cold(f"disk read, cold{suffix}", lambda: _read_all(files), files)
         cold_shares.setdefault(label, []).append((before + after) / 2 / took)
+        return took
+
+    def cold_scan_and_floor(master: str, suffix: str, label: str, scan: Callable[[], object],
+                            floor: Callable[[], object], files: list[Path]) -> None:
+        took = cold_share(f"scan spark {master}", suffix, label, scan, files)
+        floor_took = cold_share(f"page-touch floor {master}", suffix, f"{label} page-touch floor", floor,
+                                files)
+        floor_shares.setdefault(label, []).append(floor_took / took)
 
     def up_peer(module: Any, builder: Any) -> Callable[[], object]:
         def run() -> object:
@@ -473,20 +484,17 @@ def main() -> None:
         for _ in range(r):
             record(f"scan spark {master}", lambda spark=spark: spark_scan(spark, scan_root))
             record(f"page-touch floor {master}", touch)
-            cold_share(f"scan spark {master}", "", master, lambda spark=spark: spark_scan(spark, scan_root),
-                       scan_files)
-            cold_share(f"page-touch floor {master}", "", f"{master} page-touch floor", touch, scan_files)
+            cold_scan_and_floor(master, "", master, lambda spark=spark: spark_scan(spark, scan_root), touch,
+                                scan_files)
             record(f"upconvert spark {master}", up_spark)
             record(f"scan job overhead {master}", lambda spark=spark: spark_scan(spark, tiny_root))
             record(f"upconvert job overhead {master}", lambda spark=spark: up_spark(spark, tiny_root))
             for name, func in baselines.items():
                 record(name, func)
         for _ in range(r if large_files else 0):
-            cold_share(f"scan spark {master}", ", large", f"{master}, {large_bytes / MIB:.0f} MiB",
-                       lambda spark=spark: spark_scan(spark, large_root), large_files)
-            cold_share(f"page-touch floor {master}", ", large",
-                       f"{master} page-touch floor, {large_bytes / MIB:.0f} MiB",
-                       lambda spark=spark: touch(spark, large_root), large_files)
+            cold_scan_and_floor(master, ", large", f"{master}, {large_bytes / MIB:.0f} MiB",
+                                lambda spark=spark: spark_scan(spark, large_root),
+                                lambda spark=spark: touch(spark, large_root), large_files)
         spark.stop()
     print()
     print("| scan (batch rows) | seconds | GB/s | vs kafka-python | vs aiokafka |")
@@ -535,11 +543,11 @@ def main() -> None:
         print(f"cold Spark {label}: {statistics.median(shares):.0%} of the cold sequential read's "
               f"throughput (median of {len(shares)} jobs, each against the cold reads just before and "
               f"after it; range {shares[0]:.0%}-{shares[-1]:.0%})")
-    for label in [k for k in cold_shares if "floor" not in k]:
-        master, comma, size = label.partition(",")
-        floor = statistics.median(cold_shares[f"{master} page-touch floor{comma}{size}"])
-        print(f"cold scan on Spark {label}: {statistics.median(cold_shares[label]) / floor:.0%} of its "
-              f"page-touch floor")
+    for label, shares in floor_shares.items():
+        shares.sort()
+        print(f"cold scan on Spark {label}: {statistics.median(shares):.0%} of its page-touch floor's "
+              f"throughput (median of {len(shares)} pairs, each scan against the floor run right after "
+              f"it; range {shares[0]:.0%}-{shares[-1]:.0%})")
     print(f"scaling local[1] -> local[2]: scan {scan_scaling:.2f}x, upconvert {up_scaling:.2f}x; "
           f"load average at end {os.getloadavg()[0]:.1f}")
     print(json.dumps({k: round(v, 3) for k, v in results.items()}))
