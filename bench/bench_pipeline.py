@@ -314,12 +314,11 @@ class PageTouchSource(KafkaLogDataSource):
         return PageTouchReader(scan, float(self.options["rowsPerByte"]))
 
 
-def spark_page_touch(spark: Any, root: Path, rows_per_byte: float) -> int:
+def spark_page_touch(spark: Any, root: Path, rows_per_byte: float) -> None:
     listing = list_segments_with_spark(spark, [str(root / "data")])
     (spark.read.format(PageTouchSource.name()).option("listing", json.dumps(listing))
      .option("minPartitions", str(spark.sparkContext.defaultParallelism))
      .option("rowsPerByte", str(rows_per_byte)).load().write.format("noop").mode("overwrite").save())
-    return 0
 
 
 def timed(func: Callable[[], object]) -> float:

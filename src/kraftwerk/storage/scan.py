@@ -331,7 +331,7 @@ _V2_FRAME = struct.Struct(">8xi4xb4xh34xi")
 #: size, magic and attributes of a v0/v1 message (after its offset)
 _LEGACY_FRAME = struct.Struct(">8xi4xBb")
 _CODEC_NAMES = np.array([c.kafka_name for c in CompressionType], dtype=object)
-_LAST_CODEC = max(CompressionType)
+_LAST_CODEC = int(max(CompressionType))
 #: by magic + timestamp-type bit: v0 has none, v1 create or log-append time
 _LEGACY_TIMESTAMP_TYPES = np.array([TimestampType.NO_TIMESTAMP_TYPE.kafka_name,
                                     TimestampType.CREATE_TIME.kafka_name,
@@ -434,9 +434,9 @@ class _SplitRows:
                       self.legacy.finish(data, validate), self.wrappers.finish(data, validate), self.others)
 
 
-def _v2_fields(h: np.ndarray, crc_valid: np.ndarray, bases: np.ndarray, counts: np.ndarray
-               ) -> list[np.ndarray]:
+def _v2_fields(framed: _Headers) -> list[np.ndarray]:
     """The batch columns from ``base_offset`` to ``partition_leader_epoch`` of plain v2 batches."""
+    h, crc_valid = framed.headers, framed.crc_valid
     attrs = h["attributes"]
     base = h["base_offset"]
     return [base, base + h["last_offset_delta"], np.full(len(h), MAGIC_V2, dtype=np.int32),
@@ -445,9 +445,9 @@ def _v2_fields(h: np.ndarray, crc_valid: np.ndarray, bases: np.ndarray, counts: 
             attrs & 0x10 != 0, attrs & 0x20 != 0, h["producer_id"], h["partition_leader_epoch"]]
 
 
-def _legacy_fields(h: np.ndarray, crc_valid: np.ndarray, bases: np.ndarray, counts: np.ndarray
-                   ) -> list[np.ndarray]:
+def _legacy_fields(framed: _Headers) -> list[np.ndarray]:
     """The same columns of uncompressed v0/v1 messages: one record each, no producer or epoch."""
+    h, crc_valid = framed.headers, framed.crc_valid
     magic = h["magic"].astype(np.int32)
     ts = np.where(magic == MAGIC_V1, h["timestamp"], NO_TIMESTAMP)
     n = len(h)
@@ -458,12 +458,12 @@ def _legacy_fields(h: np.ndarray, crc_valid: np.ndarray, bases: np.ndarray, coun
             np.full(n, NO_PARTITION_LEADER_EPOCH, dtype=np.int32)]
 
 
-def _wrapper_fields(h: np.ndarray, crc_valid: np.ndarray, bases: np.ndarray, counts: np.ndarray
-                    ) -> list[np.ndarray]:
+def _wrapper_fields(framed: _Headers) -> list[np.ndarray]:
     """The same columns of compressed v0/v1 wrappers: the offset in the header is the last one, the
     first offset and the count come from the inner messages."""
-    columns = _legacy_fields(h, crc_valid, bases, counts)
-    columns[0], columns[3], columns[4] = bases, _CODEC_NAMES[h["attributes"] & 0x07], counts
+    columns = _legacy_fields(framed)
+    columns[0], columns[3], columns[4] = (framed.bases, _CODEC_NAMES[framed.headers["attributes"] & 0x07],
+                                          framed.counts)
     return columns
 
 
@@ -510,16 +510,15 @@ class BatchColumns:
             if not sum(sizes):
                 continue
             piece_of_row = np.repeat(np.arange(len(pieces)), sizes)
-            h = np.concatenate([g.headers for g in groups])
+            framed = _Headers(*(np.concatenate(parts) for parts in zip(*groups, strict=True)))
             columns = [
                 _per_row([p.segment.log_dir for p in pieces], object, piece_of_row),
                 _per_row([p.segment.topic for p in pieces], object, piece_of_row),
                 _per_row([p.segment.partition for p in pieces], np.int32, piece_of_row),
                 _per_row([p.segment.base_offset for p in pieces], np.int64, piece_of_row),
-                np.concatenate([g.positions for g in groups]),
-                *fields(h, *(np.concatenate([getattr(g, f) for g in groups])
-                             for f in ("crc_valid", "bases", "counts"))),
-                np.full(len(h), None, dtype=object),
+                framed.positions,
+                *fields(framed),
+                np.full(len(framed.positions), None, dtype=object),
             ]
             indices = np.concatenate([g.indices + start for g, start in zip(groups, starts, strict=True)])
             out.append((indices, columns))
@@ -582,8 +581,8 @@ def _plain_v2_run(mv: memoryview, pos: int, stop: int, size: int, validate: bool
     while pos < stop and room > 0 and size - pos >= RECORD_BATCH_OVERHEAD:
         length, magic, attrs, count = unpack(mv, pos)
         total = length + LOG_OVERHEAD
-        if (magic != MAGIC_V2 or total < RECORD_BATCH_OVERHEAD or total > size - pos or attrs & 7 > 4
-                or count < 0):
+        if (magic != MAGIC_V2 or total < RECORD_BATCH_OVERHEAD or total > size - pos
+                or attrs & 0x07 > _LAST_CODEC or count < 0):
             break
         position(pos)
         index(n)
@@ -619,7 +618,7 @@ def _legacy_run(mv: memoryview, pos: int, stop: int, size: int, validate: bool, 
             break
         try:
             layout = legacy_layout(mv, pos, total, magic)
-            counted = _counted_wrapper(mv, layout, magic, attrs, max_decompressed) if attrs & 0x07 else None
+            counted = _counted_wrapper(mv, layout, magic, max_decompressed) if attrs & 0x07 else None
         except RecordsError:
             break
         if not attrs & 0x07:
@@ -643,14 +642,14 @@ def _legacy_run(mv: memoryview, pos: int, stop: int, size: int, validate: bool, 
     return pos
 
 
-def _counted_wrapper(mv: memoryview, layout: LegacyLayout, magic: int, attrs: int, max_decompressed: int
+def _counted_wrapper(mv: memoryview, layout: LegacyLayout, magic: int, max_decompressed: int
                      ) -> tuple[int, int] | None:
     """(first offset, record count) of the compressed v0/v1 wrapper with ``layout``, as
     :meth:`RecordBatch.offsets_and_count` gives them; None where a batch object must decide."""
-    value_at, value_len = layout[6], layout[7]
-    if value_len < 0 or attrs & 0x07 > _LAST_CODEC:
+    codec, value_at, value_len = layout[2] & 0x07, layout[6], layout[7]
+    if value_len < 0 or codec > _LAST_CODEC:
         return None
-    payload = decompress(CompressionType(attrs & 0x07), mv[value_at + 4:value_at + 4 + value_len],
+    payload = decompress(CompressionType(codec), mv[value_at + 4:value_at + 4 + value_len],
                          magic=magic, max_size=max_decompressed)
     return wrapper_offsets_and_count(payload, magic, layout[0])
 

@@ -42,7 +42,7 @@ from kraftwerk.records.digest import ContentDigest, digest_v2_batches
 from kraftwerk.records.errors import RecordsError
 from kraftwerk.records.types import MAGIC_V2, RECORD_BATCH_OVERHEAD, CompressionType
 from kraftwerk.storage.errors import LogDirLockedError, StorageError
-from kraftwerk.storage.fileio import atomic_write, translate_os_errors
+from kraftwerk.storage.fileio import atomic_write, read_bytes, translate_os_errors
 from kraftwerk.storage.index import BatchSummary
 from kraftwerk.storage.lock import LogDirLock, lock_holder
 from kraftwerk.storage.replace import ReplaceHook, SegmentReplacement, recover_replacements
@@ -298,10 +298,7 @@ def verify_converted(old_path: Path, new_path: Path) -> int:
 
 def _read_txn_index(seg: Segment) -> bytes | None:
     """The segment's transaction index (aborted transactions: the log cannot rebuild it), if any."""
-    if not seg.txn_index_path.exists():
-        return None
-    with translate_os_errors(seg.txn_index_path, "read"):
-        return seg.txn_index_path.read_bytes()
+    return read_bytes(seg.txn_index_path) if seg.txn_index_path.exists() else None
 
 
 def _outcome(log_dir: Path, topic: str, partition: int, base: int, status: Status, c: SegmentCensus | None,
