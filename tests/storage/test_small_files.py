@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kraftwerk.config.properties import parse_properties
 from kraftwerk.storage import (
     CorruptFileError,
     EpochEntry,
@@ -42,7 +43,6 @@ from kraftwerk.storage.properties import (
     format_properties,
     java_properties_order,
     parse_meta_properties,
-    parse_properties,
 )
 from kraftwerk.storage.quorum_state import format_quorum_state, parse_quorum_state
 from tests.conftest import golden_path
@@ -98,13 +98,6 @@ def test_properties_escapes_round_trip() -> None:
     data = format_properties(props, datetime(2024, 1, 1, tzinfo=UTC))
     parsed = {e.key: e.value for e in parse_properties(data.decode())}
     assert parsed == props
-
-
-def test_properties_load_syntax() -> None:
-    text = "# c\n! c\n  key1 = v1\nkey2:v2\nkey3 v3\nkey4=a\\\n    b\n\\u0041=\\u00e9\n"
-    got = {e.key: (e.value, e.line) for e in parse_properties(text)}
-    assert got == {"key1": ("v1", 3), "key2": ("v2", 4), "key3": ("v3", 5), "key4": ("ab", 6),
-                   "A": ("\u00e9", 8)}
 
 
 @pytest.mark.parametrize(("content", "needle", "line"), [

@@ -18,6 +18,7 @@ from typing import Any
 
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.cli.storage_cmd import print_feature_dependencies, print_version_mapping
+from kraftwerk.config.properties import properties_values
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.runtime.admin_client import (
@@ -28,7 +29,6 @@ from kraftwerk.runtime.admin_client import (
     UpdateResult,
     UpgradeType,
 )
-from kraftwerk.storage.properties import parse_properties, properties_dict
 from kraftwerk.versions import metadata_version as mvs
 from kraftwerk.versions.errors import VersionError
 from kraftwerk.versions.features import PRODUCTION_FEATURES
@@ -194,7 +194,7 @@ def _load_command_config(path: str | None) -> dict[str, str]:
         text = Path(path).read_text(encoding="latin-1")
     except OSError as exc:
         raise FeatureCommandError(f"{path} ({exc.strerror or exc})") from None
-    props = {k: e.value for k, e in properties_dict(parse_properties(text, path)).items()}
+    props = properties_values(text, path)
     ignored = sorted(k for k in props if k not in _SUPPORTED_CONFIGS)
     if ignored:
         print(f"Ignoring admin client config(s) that kraftwerk does not support: {', '.join(ignored)}",

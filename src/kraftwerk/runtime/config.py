@@ -1,27 +1,29 @@
-"""``server.properties`` for a KRaft node, with Kafka's config names, defaults and validation texts.
+"""``server.properties`` for a KRaft node, read through the config catalogue.
 
-Only what the node uses is interpreted; every other key is kept (``ServerConfig.raw``) so a broker
-can report its static configs. ``kraftwerk.software.version`` (ours) names the Kafka release whose
-feature ranges the node advertises (``SoftwareVersion.for_release``), so a rolling upgrade of
-binaries can be rehearsed on one machine; it defaults to this software.
+Every config the catalogue knows is typed and checked against its base validator with Kafka's
+texts (the first bad one fails the start, as in Kafka); then Kafka's KRaft cross-checks run.
+Names the catalogue does not know are kept (``ServerConfig.raw``, whose ``repr`` hides secrets)
+and logged at start as Kafka does. ``kraftwerk.software.version`` (ours) names the Kafka release
+whose feature ranges the node advertises (``SoftwareVersion.for_release``), so a rolling upgrade
+of binaries can be rehearsed on one machine; it defaults to this software.
 """
 
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from kraftwerk.config import ConfigMap, ParsedConfig, parse_broker_config, properties_values
+from kraftwerk.config.catalogue.controller import LOG_FILE_CONFIG, SOFTWARE_VERSION_CONFIG
+from kraftwerk.config.errors import ConfigError, ConfigValueError, MissingConfigError
 from kraftwerk.errors import KraftwerkError
-from kraftwerk.runtime.errors import ConfigError
-from kraftwerk.storage.properties import parse_properties, properties_dict
 from kraftwerk.versions.software import SoftwareVersion
 
-SOFTWARE_VERSION_CONFIG = "kraftwerk.software.version"
-LOG_FILE_CONFIG = "kraftwerk.log.file"
-DEFAULT_SECURITY_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+__all__ = ["LOG_FILE_CONFIG", "SOFTWARE_VERSION_CONFIG", "Endpoint", "ProcessRole", "ServerConfig", "Voter"]
 
 
 class ProcessRole(enum.Enum):
@@ -76,8 +78,12 @@ class ServerConfig:
     retry_backoff_ms: int = 20
     socket_request_max_bytes: int = 104_857_600
     unstable_feature_versions_enable: bool = False
+    metadata_max_idle_interval_ms: int = 500
     log_file: str | None = None
-    raw: Mapping[str, str] = field(default_factory=dict)
+    raw: Mapping[str, str] = field(default_factory=lambda: ConfigMap({}))
+    """Every key as given (unknown ones included); its ``repr`` hides secrets."""
+    parsed: ParsedConfig | None = field(default=None, repr=False, compare=False)
+    """Every catalogue config, typed (defaults included), and the unknown names."""
 
     # --- derived --------------------------------------------------------------------------
 
@@ -118,6 +124,22 @@ class ServerConfig:
 
     # --- loading --------------------------------------------------------------------------
 
+    @property
+    def unknown_configs(self) -> tuple[str, ...]:
+        """Names given that the catalogue does not know (logged at start, kept in ``raw``)."""
+        return () if self.parsed is None else self.parsed.unknown
+
+    def log_values(self, logger: logging.Logger) -> None:
+        """What Kafka logs at start: every config value (passwords hidden) and the unknown names."""
+        if self.parsed is None:
+            return
+        logger.info("%s", self.parsed.values_text("KafkaConfig"))
+        if self.parsed.unknown:
+            logger.warning("These configurations '[%s]' were supplied but are not used yet.",
+                           ", ".join(self.parsed.unknown))
+
+    # --- loading --------------------------------------------------------------------------
+
     @classmethod
     def load(cls, path: Path | str) -> ServerConfig:
         path = Path(path)
@@ -125,39 +147,41 @@ class ServerConfig:
             text = path.read_text(encoding="latin-1")
         except OSError as exc:
             raise ConfigError(f"Unable to read {path}: {exc.strerror or exc}") from None
-        try:
-            entries = properties_dict(parse_properties(text, path))
-        except KraftwerkError as exc:
-            raise ConfigError(str(exc)) from None
-        return cls.from_properties({k: e.value.strip() for k, e in entries.items()})
+        return cls.from_properties(properties_values(text, str(path)))
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> ServerConfig:
-        roles = _parse_roles(props.get("process.roles"))
-        node_id = _int(props, "node.id", None)
+        parsed = parse_broker_config(props)
+        roles = _parse_roles(parsed)
+        node_id = _int(parsed, "node.id")
+        if not parsed.is_set("node.id"):
+            raise MissingConfigError("node.id")
         if node_id < 0:
-            raise ConfigError(f"Invalid value {node_id} for configuration node.id: Value must be at least 0")
-        listeners = _parse_endpoints(props.get("listeners", "PLAINTEXT://:9092"), "listeners")
-        advertised_text = props.get("advertised.listeners")
+            raise ConfigValueError("node.id", str(node_id), "Value must be at least 0")
+        listeners = _parse_endpoints(_str(parsed, "listeners"), "listeners")
+        advertised_text = _str(parsed, "advertised.listeners")
         advertised = _parse_endpoints(advertised_text, "advertised.listeners") if advertised_text else ()
-        names_text = props.get("controller.listener.names", "")
+        names_text = _str(parsed, "controller.listener.names")
         controller_names = tuple(n.strip().upper() for n in names_text.split(",") if n.strip())
-        protocol_map = _parse_protocol_map(props.get("listener.security.protocol.map"), controller_names)
-        voters = _parse_voters(props.get("controller.quorum.voters", ""))
-        dirs_text = props.get("log.dirs") or props.get("log.dir") or "/tmp/kafka-logs"
-        log_dirs = tuple(d.strip() for d in dirs_text.split(",") if d.strip())
+        map_name = "listener.security.protocol.map"
+        protocol_map = _parse_protocol_map(_str(parsed, map_name), controller_names,
+                                           explicit=parsed.is_set(map_name))
+        voters = _parse_voters(",".join(_list(parsed, "controller.quorum.voters")))
+        # Kafka: log.dirs when set (even empty), else log.dir; empty entries are dropped
+        dir_items = (_list(parsed, "log.dirs") if parsed["log.dirs"] is not None
+                     else tuple(_str(parsed, "log.dir").split(",")))
+        log_dirs = tuple(d.strip() for d in dir_items if d.strip())
         if not log_dirs:
             raise ConfigError("At least one log directory must be defined via log.dirs or log.dir.")
-        metadata_dir = props.get("metadata.log.dir") or log_dirs[0]
-        unstable = _bool(props, "unstable.feature.versions.enable", False)
-        software_text = props.get(SOFTWARE_VERSION_CONFIG)
+        metadata_dir = _str(parsed, "metadata.log.dir") or log_dirs[0]
+        unstable = parsed["unstable.feature.versions.enable"] is True
+        software_text = _str(parsed, SOFTWARE_VERSION_CONFIG)
         try:
             software = (SoftwareVersion.for_release(software_text, unstable=unstable) if software_text
                         else SoftwareVersion.latest(unstable=unstable))
         except KraftwerkError as exc:
-            raise ConfigError(f"Invalid value {software_text} for configuration {SOFTWARE_VERSION_CONFIG}: "
-                              f"{exc}") from None
-        inter_broker = props.get("inter.broker.listener.name", "").strip().upper()
+            raise ConfigValueError(SOFTWARE_VERSION_CONFIG, software_text, str(exc)) from None
+        inter_broker = _str(parsed, "inter.broker.listener.name").strip().upper()
         if not inter_broker:
             non_controller = [e.listener for e in listeners if e.listener not in controller_names]
             use_default = "PLAINTEXT" in non_controller or not non_controller
@@ -174,19 +198,20 @@ class ServerConfig:
             log_dirs=log_dirs,
             metadata_log_dir=metadata_dir,
             software=software,
-            broker_session_timeout_ms=_int(props, "broker.session.timeout.ms", 9000, minimum=1),
-            broker_heartbeat_interval_ms=_int(props, "broker.heartbeat.interval.ms", 2000, minimum=1),
-            initial_broker_registration_timeout_ms=_int(
-                props, "initial.broker.registration.timeout.ms", 60000),
-            election_timeout_ms=_int(props, "controller.quorum.election.timeout.ms", 1000, minimum=1),
-            fetch_timeout_ms=_int(props, "controller.quorum.fetch.timeout.ms", 2000, minimum=1),
-            election_backoff_max_ms=_int(props, "controller.quorum.election.backoff.max.ms", 1000, minimum=1),
-            quorum_request_timeout_ms=_int(props, "controller.quorum.request.timeout.ms", 2000, minimum=1),
-            retry_backoff_ms=_int(props, "controller.quorum.retry.backoff.ms", 20, minimum=0),
-            socket_request_max_bytes=_int(props, "socket.request.max.bytes", 104_857_600, minimum=1),
+            broker_session_timeout_ms=_int(parsed, "broker.session.timeout.ms"),
+            broker_heartbeat_interval_ms=_int(parsed, "broker.heartbeat.interval.ms"),
+            initial_broker_registration_timeout_ms=_int(parsed, "initial.broker.registration.timeout.ms"),
+            election_timeout_ms=_int(parsed, "controller.quorum.election.timeout.ms"),
+            fetch_timeout_ms=_int(parsed, "controller.quorum.fetch.timeout.ms"),
+            election_backoff_max_ms=_int(parsed, "controller.quorum.election.backoff.max.ms"),
+            quorum_request_timeout_ms=_int(parsed, "controller.quorum.request.timeout.ms"),
+            retry_backoff_ms=_int(parsed, "controller.quorum.retry.backoff.ms"),
+            socket_request_max_bytes=_int(parsed, "socket.request.max.bytes"),
             unstable_feature_versions_enable=unstable,
-            log_file=props.get(LOG_FILE_CONFIG) or None,
-            raw=MappingProxyType(dict(props)),
+            metadata_max_idle_interval_ms=_int(parsed, "metadata.max.idle.interval.ms"),
+            log_file=_str(parsed, LOG_FILE_CONFIG) or None,
+            raw=ConfigMap(props),
+            parsed=parsed,
         )
         config.validate()
         return config
@@ -256,49 +281,29 @@ class ServerConfig:
 _E = ConfigError
 
 
-def _missing(name: str) -> ConfigError:
-    return ConfigError(f'Missing required configuration "{name}" which has no default value.')
-
-
-def _int(props: Mapping[str, str], name: str, default: int | None, *, minimum: int | None = None) -> int:
-    text = props.get(name)
-    if text is None or text == "":
-        if default is None:
-            raise _missing(name)
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise ConfigError(f"Invalid value {text} for configuration {name}: Not a number of type "
-                          "INT") from None
-    if not -(2**31) <= value < 2**31:
-        raise ConfigError(f"Invalid value {text} for configuration {name}: Not a number of type INT")
-    if minimum is not None and value < minimum:
-        raise ConfigError(f"Invalid value {value} for configuration {name}: Value must be at least {minimum}")
+def _int(parsed: ParsedConfig, name: str) -> int:
+    value = parsed[name]
+    assert isinstance(value, int)
     return value
 
 
-def _bool(props: Mapping[str, str], name: str, default: bool) -> bool:
-    text = props.get(name)
-    if text is None or text == "":
-        return default
-    if text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    raise ConfigError(f"Invalid value {text} for configuration {name}: Expected value to be either true or "
-                      "false")
+def _str(parsed: ParsedConfig, name: str) -> str:
+    """A STRING config's value, "" when it has none."""
+    value = parsed[name]
+    return "" if value is None else str(value)
 
 
-def _parse_roles(text: str | None) -> frozenset[ProcessRole]:
-    if text is None or not text.strip():
-        raise _missing("process.roles")
-    names = [r.strip() for r in text.split(",") if r.strip()]
-    roles: list[ProcessRole] = []
-    for name in names:
-        try:
-            roles.append(ProcessRole(name))
-        except ValueError:
-            raise ConfigError(f"Unknown process role '{name}' (only 'broker' and 'controller' are allowed "
-                              "roles)") from None
+def _list(parsed: ParsedConfig, name: str) -> tuple[str, ...]:
+    value = parsed[name]
+    assert isinstance(value, tuple)
+    return value
+
+
+def _parse_roles(parsed: ParsedConfig) -> frozenset[ProcessRole]:
+    names = [r for r in _list(parsed, "process.roles") if r]
+    if not names:
+        raise MissingConfigError("process.roles")
+    roles = [ProcessRole(name) for name in names]  # the catalogue's validator allowed only these
     if len(set(roles)) != len(roles):
         raise ConfigError(f"Duplicate role names found in `process.roles`: {names}")
     return frozenset(roles)
@@ -329,11 +334,9 @@ def _parse_endpoints(text: str | None, name: str) -> tuple[Endpoint, ...]:
     return tuple(out)
 
 
-def _parse_protocol_map(text: str | None, controller_names: tuple[str, ...]) -> dict[str, str]:
-    explicit = text is not None and text.strip() != ""
+def _parse_protocol_map(text: str, controller_names: tuple[str, ...], *, explicit: bool) -> dict[str, str]:
     result: dict[str, str] = {}
-    source = text if explicit and text else DEFAULT_SECURITY_PROTOCOL_MAP
-    for item in (p.strip() for p in source.split(",")):
+    for item in (p.strip() for p in text.split(",")):
         if not item:
             continue
         name, colon, protocol = item.partition(":")

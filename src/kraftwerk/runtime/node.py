@@ -145,7 +145,7 @@ class Node:
         self._leader_watch = LeaderWatch()
         self._ready = False
         self._controller_apis = declared_api_ranges(CONTROLLER_API_KEYS + RAFT_API_KEYS)
-        self._idle_interval_ms = int(config.raw.get("metadata.max.idle.interval.ms", "500") or 500)
+        self._idle_interval_ms = config.metadata_max_idle_interval_ms
         self._last_write_ms = 0
         self._shutdown_done = asyncio.Event()
         self._registration_sent_ms = 0
@@ -154,6 +154,7 @@ class Node:
 
     async def start(self) -> None:
         config = self.config
+        config.log_values(log)
         self.cluster_id = check_formatted(config)
         self._remove_ready_file()
         for directory in sorted({*config.log_dirs, config.metadata_log_dir}):
