@@ -110,10 +110,10 @@ def effective_broker_props(layers: BrokerConfigLayers) -> dict[str, str]:
     replaces the whole synonym group of every name it sets."""
     props = dict(layers.static)
     for overrides in (layers.cluster_default, layers.broker):
-        for name, value in overrides.items():
+        for name in overrides:  # drop the lower levels' names first, so names of one level all stay
             for synonym in broker_synonyms(name, match_listener_override=False):
                 props.pop(synonym, None)
-            props[name] = value
+        props.update(overrides)
     return props
 
 

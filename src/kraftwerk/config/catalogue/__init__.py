@@ -57,7 +57,7 @@ def _broker_groups() -> Mapping[str, tuple[str, ...]]:
 
 _GROUPS = _broker_groups()
 _TOPIC_OF_BROKER: Mapping[str, tuple[ConfigKey, Synonym]] = MappingProxyType(
-    {s.name: (k, s) for k in TOPIC_KEYS for s in k.synonyms})
+    {s.name: (k, s) for k in TOPIC_CONFIGS.values() for s in k.synonyms})
 
 
 def listener_base_name(name: str) -> str | None:

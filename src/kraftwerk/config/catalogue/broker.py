@@ -158,7 +158,7 @@ SERVER_KEYS: tuple[ConfigKey, ...] = (
     define("max.connections.per.ip", T.INT, INT_MAX, Range.at_least(0), I.MEDIUM,
            "Connections allowed from one IP address.", CW),
     define("max.connections.per.ip.overrides", T.STRING, "", None, I.MEDIUM,
-           "host:count overrides of max.connections.per.ip.", CW),
+           "Per-host overrides of max.connections.per.ip (host:count,...).", CW),
     define("max.connections", T.INT, INT_MAX, Range.at_least(0), I.MEDIUM,
            "Connections the broker accepts in total.", CW),
     define("max.connection.creation.rate", T.INT, INT_MAX, Range.at_least(0), I.MEDIUM,
@@ -198,7 +198,7 @@ SECURITY_KEYS: tuple[ConfigKey, ...] = (
 
 ZOOKEEPER_KEYS: tuple[ConfigKey, ...] = (
     define("zookeeper.connect", T.STRING, None, None, I.HIGH,
-           "host:port[,host:port][/chroot] of the ZooKeeper ensemble (ZK mode and migration)."),
+           "The ZooKeeper ensemble, host:port[,host:port][/chroot] (ZK mode and migration)."),
     define("zookeeper.session.timeout.ms", T.INT, 18_000, None, I.HIGH, "ZooKeeper session timeout."),
     define("zookeeper.connection.timeout.ms", T.INT, None, None, I.HIGH,
            "Time to wait for a ZooKeeper connection; the session timeout when unset."),

@@ -76,9 +76,9 @@ CONTROLLER_KEYS: tuple[ConfigKey, ...] = (
            "KIP-920: the active controller raises the finalized metadata.version to its static "
            "metadata.version, and manual metadata.version changes are refused.", S.CLUSTER_WIDE),
     define("auto.upgrade.metadata.version.interval.ms", T.LONG, 300_000, Range.at_least(1), I.LOW,
-           "kraftwerk: how often the KIP-920 auto-upgrade check runs.", S.CLUSTER_WIDE),
+           "How often the KIP-920 auto-upgrade check runs (a kraftwerk extension).", S.CLUSTER_WIDE),
     define(SOFTWARE_VERSION_CONFIG, T.STRING, None, None, I.LOW,
-           "kraftwerk: the Kafka release whose feature ranges this node advertises (default: this "
+           "The Kafka release whose feature ranges this node advertises (kraftwerk; default: this "
            "software)."),
-    define(LOG_FILE_CONFIG, T.STRING, None, None, I.LOW, "kraftwerk: a file the node also logs to."),
+    define(LOG_FILE_CONFIG, T.STRING, None, None, I.LOW, "A file the node also logs to (kraftwerk)."),
 )
