@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from kraftwerk.cli.main import main
-from kraftwerk.image.describe import describe_image, redact
+from kraftwerk.config import ConfigResourceType, redact
+from kraftwerk.image.describe import describe_image
 from kraftwerk.image.model import MetadataImage
 from kraftwerk.image.source import load_snapshot_file
 from kraftwerk.versions.metadata_version import MetadataVersion
@@ -69,7 +70,8 @@ def test_sensitive_configs_are_hidden() -> None:
         "sasl.jaas.config": "[hidden]",
         "ssl.keystore.password": "[hidden]",
     }
-    assert redact("listener.name.x.scram-sha-256.sasl.jaas.config", "x") == "[hidden]"
+    jaas = "listener.name.x.scram-sha-256.sasl.jaas.config"
+    assert redact(ConfigResourceType.BROKER, jaas, "x") == "[hidden]"
 
 
 def test_rewrite_refuses_lossy_then_unsafe(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
