@@ -3,7 +3,7 @@
 Import from here. Modules: ``types`` (the nine types, parsing, Java printing), ``validators``,
 ``definition`` (a config's declaration, a catalogue), ``catalogue`` (every broker, controller and
 topic config), ``mv_rules`` (constraints that arrive with a metadata.version), ``mv``
-(validating at a level), ``resolve`` (effective values and DescribeConfigs entries),
+(validating at a level), ``validate`` (checks of a config change), ``resolve`` (effective values and DescribeConfigs entries),
 ``secrets`` (what is never shown), ``properties`` (Java properties text), ``errors``.
 """
 
@@ -64,6 +64,7 @@ from kraftwerk.config.resolve import (
 )
 from kraftwerk.config.secrets import ConfigMap, is_sensitive, redact, redacted
 from kraftwerk.config.types import HIDDEN, ConfigResourceType, ConfigType, Password, parse_value
+from kraftwerk.config.validate import validate_broker_update, validate_topic_configs
 
 __all__ = [
     "BROKER_CONFIGS",
@@ -118,5 +119,7 @@ __all__ = [
     "topic_config_type",
     "topic_default",
     "validate_at",
+    "validate_broker_update",
+    "validate_topic_configs",
     "violations_at",
 ]
