@@ -59,5 +59,5 @@ def test_broker_updates() -> None:
                                               "specified: Set(listener.name.ext.ssl.keystore.location, listeners)")
     validate_broker_update({"listener.name.ext.max.connections": "5"}, cluster_default=True)
     validate_broker_update({"log.segment.bytes": str(2 * MIB)}, cluster_default=True, level=30)
-    with pytest.raises(ConstraintViolationError, match="^Invalid value 2097152 for configuration log.segment.bytes"):
+    with pytest.raises(ConstraintViolationError, match=r"^Invalid value 2097152 for configuration log\.segment\.bytes"):
         validate_broker_update({"log.segment.bytes": str(2 * MIB)}, cluster_default=True, level=32)

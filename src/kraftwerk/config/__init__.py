@@ -3,8 +3,9 @@
 Import from here. Modules: ``types`` (the nine types, parsing, Java printing), ``validators``,
 ``definition`` (a config's declaration, a catalogue), ``catalogue`` (every broker, controller and
 topic config), ``mv_rules`` (constraints that arrive with a metadata.version), ``mv``
-(validating at a level), ``validate`` (checks of a config change), ``resolve`` (effective values and DescribeConfigs entries),
-``secrets`` (what is never shown), ``properties`` (Java properties text), ``errors``.
+(validating at a level), ``validate`` (checks of a config change), ``resolve`` (effective values
+and DescribeConfigs entries), ``secrets`` (what is never shown), ``properties`` (Java properties
+text), ``errors``.
 """
 
 from kraftwerk.config.catalogue import (

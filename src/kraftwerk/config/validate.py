@@ -56,8 +56,8 @@ def validate_topic_configs(configs: Mapping[str, str | None], *, level: int | No
         raise ConfigError(f"conflict topic config setting min.compaction.lag.ms ({low}) > "
                           f"max.compaction.lag.ms ({high})")
     if parsed.get("remote.storage.enable") is True:
-        raise ConfigError("Tiered Storage functionality is disabled in the broker. Topic cannot be configured "
-                          "with remote log storage.")
+        raise ConfigError("Tiered Storage functionality is disabled in the broker. Topic cannot be "
+                          "configured with remote log storage.")
     if level is not None:
         for name, value in configs.items():
             validate_at(level, name, value, resource_type=ConfigResourceType.TOPIC)
