@@ -12,6 +12,7 @@ from kraftwerk.config import (
     validate_broker_update,
     validate_topic_configs,
 )
+from kraftwerk.config.validate import CLUSTER_LEVEL_LISTENER_CONFIGS, LISTENER_ONLY_SECURITY_CONFIGS
 
 MIB = 1 << 20
 
@@ -61,3 +62,29 @@ def test_broker_updates() -> None:
     validate_broker_update({"log.segment.bytes": str(2 * MIB)}, cluster_default=True, level=30)
     with pytest.raises(ConstraintViolationError, match=r"^Invalid value 2097152 for configuration log\.segment\.bytes"):
         validate_broker_update({"log.segment.bytes": str(2 * MIB)}, cluster_default=True, level=32)
+
+
+SSL_RECONFIGURABLE = ["ssl.key.password", "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.keystore.location",
+                      "ssl.keystore.password", "ssl.keystore.type", "ssl.truststore.certificates",
+                      "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.type"]
+"""Kafka's ``SslConfigs.RECONFIGURABLE_CONFIGS``."""
+
+
+@pytest.mark.parametrize("name", SSL_RECONFIGURABLE)
+def test_ssl_stores_only_per_listener(name: str) -> None:
+    assert sorted(LISTENER_ONLY_SECURITY_CONFIGS) == SSL_RECONFIGURABLE
+    assert _refused(validate_broker_update, {name: "x"}, cluster_default=False).endswith(f"listener prefix: Set({name})")
+    validate_broker_update({f"listener.name.ext.{name}": "x"}, cluster_default=False)
+
+
+@pytest.mark.parametrize("base", sorted(CLUSTER_LEVEL_LISTENER_CONFIGS))
+def test_listener_connection_limits_at_the_cluster_default(base: str) -> None:
+    assert sorted(CLUSTER_LEVEL_LISTENER_CONFIGS) == ["max.connection.creation.rate", "max.connections", "num.network.threads"]
+    validate_broker_update({f"listener.name.ext.{base}": "5"}, cluster_default=True)
+
+
+def test_exact_texts_and_no_level() -> None:
+    assert _refused(validate_topic_configs, {"a": "1", "b": None}) == "Null value not supported for topic configs: b"
+    assert _refused(validate_topic_configs, {"remote.storage.enable": "true"}) == (
+        "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage.")
+    validate_broker_update({"log.segment.bytes": str(2 * MIB)}, cluster_default=True)  # no level: base rules only

@@ -108,7 +108,7 @@ def test_predicate_never_prints_a_password() -> None:
 
 def test_throttled_replica_list() -> None:
     rule = ThrottledReplicaList()
-    for ok in ((), ("*",), (" * ",), ("0:1", " 1:2 "), ("",)):
+    for ok in ((), ("*",), (" * ",), ("0:1", " 1:2 "), ("",), ("*", ""), ("", "*")):  # "*," joins to "*"
         rule.ensure_valid("x", ok)
     assert _error(rule, ("0:1", "*")) == (
         "Invalid value [0:1, *] for configuration k: k must be the literal '*' or a list of replicas in the "

@@ -20,9 +20,8 @@ class ConfigValueError(ConfigError):
     validator's or parser's own text, kept apart so an audit can quote the rule alone.
     """
 
-    def __init__(self, name: str, value: str, reason: str | None) -> None:
-        suffix = "" if reason is None else f": {reason}"
-        super().__init__(f"Invalid value {value} for configuration {name}{suffix}")
+    def __init__(self, name: str, value: str, reason: str) -> None:
+        super().__init__(f"Invalid value {value} for configuration {name}: {reason}")
         self.name = name
         self.value = value
         self.reason = reason

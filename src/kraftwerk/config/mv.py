@@ -84,7 +84,7 @@ def validate_at(level: int, name: str, value: object, *,
             rule.validator.ensure_valid(name, parsed)
         except ConfigValueError as exc:
             raise ConstraintViolationError(Violation(
-                name, exc.value, exc.reason or "", str(rule.validator), rule.level, rule.source)) from None
+                name, exc.value, exc.reason, str(rule.validator), rule.level, rule.source)) from None
     return parsed
 
 
@@ -112,7 +112,7 @@ def violations_at(level: int, configs: Mapping[str, str | None] | Iterable[Confi
         except ConfigValueError as exc:
             key = _key(name, resource_type)
             rule = "" if key is None or key.validator is None else str(key.validator)
-            found.append(Violation(name, exc.value, exc.reason or "", rule, origin=origin))
+            found.append(Violation(name, exc.value, exc.reason, rule, origin=origin))
     return sorted(found, key=lambda v: v.config)
 
 

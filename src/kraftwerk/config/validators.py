@@ -26,6 +26,8 @@ def _fail(name: str, value: object, reason: str) -> ConfigValueError:
 class Validator(abc.ABC):
     """``ConfigDef.Validator``."""
 
+    __slots__ = ()
+
     @abc.abstractmethod
     def ensure_valid(self, name: str, value: object) -> None:
         """Raise :class:`ConfigValueError` if ``value`` (parsed, maybe None) is not allowed."""

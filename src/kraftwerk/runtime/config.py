@@ -23,8 +23,6 @@ from kraftwerk.config.errors import ConfigError, ConfigValueError, MissingConfig
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.versions.software import SoftwareVersion
 
-__all__ = ["LOG_FILE_CONFIG", "SOFTWARE_VERSION_CONFIG", "Endpoint", "ProcessRole", "ServerConfig", "Voter"]
-
 
 class ProcessRole(enum.Enum):
     BROKER = "broker"
