@@ -880,7 +880,7 @@ class QuorumController:
             version = int.from_bytes(data[2:4], "big", signed=True)
             req_spec = by_api_key(Kind.REQUEST, api_key)
             header, pos = decode_request_header(data, request_header_version(req_spec, version))
-            inner = codec.decode(req_spec, version, data[pos:])
+            inner, _ = codec.decode_from(req_spec, version, data, pos)  # trailing bytes ignored, as Kafka
         except (ProtocolError, IndexError, ValueError):
             return Respond({"responseData": None, "errorCode": Errors.INVALID_REQUEST.code})
         if api_key == ENVELOPE or api_key not in (

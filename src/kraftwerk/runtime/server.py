@@ -22,7 +22,8 @@ from typing import Protocol
 
 from kraftwerk.protocol import codec
 from kraftwerk.runtime import framing
-from kraftwerk.runtime.errors import NetworkError
+from kraftwerk.runtime.errors import FrameTooLargeError, NetworkError
+from kraftwerk.runtime.ratelimit import RateLimitedLog
 
 log = logging.getLogger(__name__)
 
@@ -101,14 +102,28 @@ class _Connection:
                     raise
                 return  # clean close between frames
             size = framing.SIZE.unpack(size_bytes)[0]
-            framing.check_frame_size(size, self.server.max_frame_bytes)
+            try:
+                framing.check_frame_size(size, self.server.max_frame_bytes)
+            except FrameTooLargeError as exc:
+                self._refused(None, None, str(exc))
+                raise
             frame = await self.reader.readexactly(size)
-            supported = dict(self.server.handler.supported_apis(self.server.listener))
-            parsed = framing.parse_request(frame, supported)
+            supported = self.server.handler.supported_apis(self.server.listener)
+            try:
+                parsed = framing.parse_request(frame, supported)
+            except framing.InvalidRequestError as exc:
+                self._refused(exc.api_key, exc.api_version, str(exc))
+                raise
             task = asyncio.create_task(self._dispatch(parsed))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
             await self.pending.put((parsed, task))
+
+    def _refused(self, api_key: int | None, api_version: int | None, reason: str) -> None:
+        what = "a frame" if api_key is None else f"api key {api_key} v{api_version}"
+        self.server.refusals.warning("Closing connection %d from %s on listener %s: refused %s: %s",
+                                     self.info.connection_id, self.info.peer, self.info.listener, what,
+                                     reason)
 
     async def _dispatch(self, parsed: framing.ParsedRequest) -> codec.Value | None:
         head = parsed.header
@@ -169,6 +184,7 @@ class KafkaServer:
         self._connections: dict[int, _Connection] = {}
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
+        self.refusals = RateLimitedLog(log)
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._accept, self.host, self.requested_port,
