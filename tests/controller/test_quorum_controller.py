@@ -277,6 +277,43 @@ def test_duplicate_registration_and_cluster_id() -> None:
     assert call(log, ctl, 62, 5, no_mv, 2)["errorCode"] == Errors.INVALID_REGISTRATION.code  # type: ignore[arg-type]
 
 
+def test_a_restarted_broker_is_a_new_incarnation_with_a_larger_epoch() -> None:
+    log, ctl = started()
+    first = broker(2)
+    log.join(first)
+    drive_broker(log, ctl, first, 0)  # type: ignore[arg-type]
+    drive_broker(log, ctl, first, 1)  # type: ignore[arg-type]
+
+    def register_offset(incarnation: uuid.UUID) -> int:
+        return next(i for i, r in enumerate(log.decoded())
+                    if r.spec.name == "RegisterBrokerRecord" and r.value["incarnationId"] == incarnation)
+
+    # Kafka's broker epoch: the offset of the broker's RegisterBrokerRecord
+    assert first.broker_epoch == register_offset(first.incarnation_id)
+    # killed -9 and restarted at once: the old incarnation's session is still valid, so the new
+    # one is refused and the registration stays the old one's, with nothing written
+    restarted = broker(2, incarnation_id=uuid.uuid4())
+    end = log.end
+    resp = call(log, ctl, 62, 5, restarted.registration_body(), 2000)  # type: ignore[arg-type]
+    assert resp["errorCode"] == Errors.DUPLICATE_BROKER_REGISTRATION.code and log.end == end
+    assert ctl.image.cluster.brokers[2].incarnation_id == first.incarnation_id  # type: ignore[attr-defined]
+    # the session expires, the controller fences the old incarnation; the new one registers
+    log.append(ctl.tick(20_000))  # type: ignore[attr-defined]
+    assert ctl.image.cluster.brokers[2].fenced  # type: ignore[attr-defined]
+    log.join(restarted)
+    # with two appended records not committed yet, the epoch is still the record's own offset
+    in_flight = [fc.noop_record(), fc.noop_record()]
+    reply = ctl.handle_request(  # type: ignore[attr-defined]
+        62, 5, restarted.registration_body(), 20_001, next_offset=log.end + len(in_flight))
+    log.append(in_flight)
+    log.append(reply.records)
+    restarted.handle_registration_response(reply.response_body, 20_001)
+    assert restarted.broker_epoch == register_offset(restarted.incarnation_id) > first.broker_epoch
+    # and the old process's heartbeats are fenced by the new epoch
+    stale = call(log, ctl, 63, 0, first.heartbeat_body(), 20_002)  # type: ignore[arg-type]
+    assert stale["errorCode"] == Errors.STALE_BROKER_EPOCH.code
+
+
 def test_controller_registration() -> None:
     log, ctl = started(MV.IBP_3_6_IV2, voters=(1, 2))
     standby = controller(2, (1, 2))

@@ -194,9 +194,10 @@ def _down(args: argparse.Namespace) -> int:
     from kraftwerk.runtime.local_cluster import LocalCluster
 
     cluster = LocalCluster.load(args.dir)
-    # Brokers first, so they can shut down while a controller still answers.
-    order = cluster.brokers + [n for n in cluster.nodes if not n.is_broker]
-    killed = cluster.stop(order, grace_s=args.grace)
+    # Brokers first, and only then the controllers: a broker's controlled shutdown is a heartbeat
+    # that the active controller answers (Kafka's shouldShutDown), so the quorum must outlive it.
+    killed = cluster.stop(cluster.brokers, grace_s=args.grace)
+    killed += cluster.stop([n for n in cluster.nodes if not n.is_broker], grace_s=args.grace)
     print(f"Stopped {len(cluster.nodes)} node(s) in {args.dir}"
           + (f"; killed after {args.grace:g}s: {', '.join(map(str, killed))}" if killed else ""))
     return 0

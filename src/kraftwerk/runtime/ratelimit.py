@@ -12,7 +12,7 @@ class RateLimitedLog:
     """Logs at most ``burst`` warnings per ``interval_s``; the first warning logged after some were
     dropped says how many, so the log never hides that refusals went on."""
 
-    def __init__(self, logger: logging.Logger, *, burst: int = 10, interval_s: float = 10.0,
+    def __init__(self, logger: logging.Logger, *, burst: int = 5, interval_s: float = 60.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.logger = logger
         self.burst = burst
