@@ -394,6 +394,19 @@ def test_update_features_v1_results_and_atomicity() -> None:
     assert ctl.image.features.finalized == {"transaction.version": 2}  # type: ignore[attr-defined]
 
 
+def test_disabling_an_unknown_feature_is_refused_and_writes_nothing() -> None:
+    log, ctl = started(MV.IBP_4_0_IV3)
+    before = log.end
+    for version in (1, 2):
+        resp = update(log, ctl, version, ("bogus.feature", 0, 2))
+        assert resp["errorCode"] == Errors.INVALID_UPDATE_VERSION.code
+        assert resp["errorMessage"] == (
+            "The update failed for all features since the following feature had an error: Invalid update "
+            "version 0 for feature bogus.feature. Feature bogus.feature not found."
+        )
+    assert log.end == before and "bogus.feature" not in ctl.image.features.finalized  # type: ignore[attr-defined]
+
+
 def test_validate_only_appends_nothing() -> None:
     log, ctl = started(MV.IBP_3_9_IV0)
     before = list(log.records)
