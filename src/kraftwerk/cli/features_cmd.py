@@ -25,6 +25,7 @@ from kraftwerk.runtime.admin_client import (
     AdminClientError,
     FeatureMetadata,
     FeatureUpdate,
+    MismatchedEndpointTypeError,
     UpdateResult,
     UpgradeType,
 )
@@ -369,7 +370,9 @@ def _update(args: argparse.Namespace) -> int:
         try:
             results = client.update_features(updates, validate_only=dry_run)
         except AdminClientError as exc:  # every feature fails with the same error, as Kafka's futures
-            results = {name: UpdateResult(_TIMEOUT, str(exc)) for name in updates}
+            mismatch = isinstance(exc, MismatchedEndpointTypeError)
+            error = Errors.MISMATCHED_ENDPOINT_TYPE if mismatch else _TIMEOUT
+            results = {name: UpdateResult(error, str(exc)) for name in updates}
     lines, failures = result_lines(args.op, updates, results, dry_run)
     if args.output == "json":
         print_json([{"feature": name, "level": updates[name].max_version_level,

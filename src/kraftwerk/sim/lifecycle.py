@@ -260,7 +260,8 @@ class _Machine:
         self.broker: BrokerNode | None = None
         # A new incarnation id per process start, as the runtime's uuid4 but drawn from the seed (and
         # the node and its incarnation) so that a seed replays without shifting the sim's own RNG.
-        incarnation_id = uuid.UUID(int=random.Random(f"{sim.config.seed}/{nid}/{incarnation}").getrandbits(128))
+        seeded = random.Random(f"{sim.config.seed}/{nid}/{incarnation}")
+        incarnation_id = uuid.UUID(int=seeded.getrandbits(128))
         if nid in sim.cluster_voters:
             self.controller = QuorumController(
                 nid,
