@@ -66,7 +66,8 @@ def test_activation_bootstraps_an_empty_log_then_idle_noops() -> None:
     assert timer_records(ctl, 600, 0, 0) == []  # metadata.max.idle.interval.ms=0 disables it
 
 
-def test_a_restarted_former_leader_is_not_active_until_it_wins_again(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_restarted_former_leader_is_not_active_until_it_wins_again(
+        caplog: pytest.LogCaptureFixture) -> None:
     # Raft restarts Resigned from a quorum-state that names this node as leader of epoch 3: the
     # controller must neither become active nor claim (in the one log an operator reads after a
     # failover) that it is the active controller of an empty log.
