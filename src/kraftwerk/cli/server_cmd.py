@@ -1,6 +1,9 @@
 """``kraftwerk server start --config server.properties``: run one KRaft node (``kafka-server-start.sh``).
 
-The process logs to stderr (and to ``kraftwerk.log.file`` / ``--log-file`` when set), writes
+The process logs to stderr (and to ``kraftwerk.log.file`` / ``--log-file`` when set) at INFO or
+``--log-level``, with per-logger levels from ``KRAFTWERK_LOG_LEVELS`` (``logger=LEVEL,...``, e.g.
+``kraftwerk.request=DEBUG`` for one line per request, as Kafka's ``KAFKA_LOG4J_OPTS`` points its
+scripts at a log4j file), writes
 ``kraftwerk.ready`` into its metadata log dir once it serves, shuts down gracefully on SIGTERM or
 SIGINT (exit 0), and exits 1 on a fatal fault (e.g. an unsupported FeatureLevelRecord).
 """
@@ -10,14 +13,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 from typing import Any
 
 from kraftwerk.cli.args import input_file, key_value, log_level, output_file
 from kraftwerk.runtime.config import ServerConfig
+from kraftwerk.runtime.errors import ConfigError
 
 LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
+LOG_LEVELS_ENV = "KRAFTWERK_LOG_LEVELS"
 
 
 def register(groups: Any) -> None:
@@ -49,6 +55,13 @@ def _configure_logging(level: str, log_file: str | None) -> None:
         handler.setFormatter(formatter)
         root.addHandler(handler)
     root.setLevel(level)
+    for item in os.environ.get(LOG_LEVELS_ENV, "").split(","):
+        name, sep, value = item.partition("=")
+        if sep:
+            try:
+                logging.getLogger(name.strip()).setLevel(log_level(value))
+            except argparse.ArgumentTypeError as exc:
+                raise ConfigError(f"{LOG_LEVELS_ENV}: {exc}") from None
 
 
 def _start(args: argparse.Namespace) -> int:

@@ -8,6 +8,10 @@ written in request order, which is what Kafka guarantees and what its clients re
 As Kafka's ``SocketServer``: a frame above ``max_frame_bytes`` (``socket.request.max.bytes``), an
 unknown api key, an unsupported version, or a body that does not decode closes the connection; an
 ApiVersions request at a version we do not know gets a v0 UNSUPPORTED_VERSION answer instead.
+Every such refusal is one WARN line naming the peer, the listener, the api and version and the
+reason (rate-limited, where Kafka logs an ERROR with a stack trace each time). At DEBUG, the
+``kraftwerk.request`` logger writes one "Completed request:" JSON line per answered request, as
+Kafka's ``kafka.request.logger`` does.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,6 +31,7 @@ from kraftwerk.runtime.errors import FrameTooLargeError, NetworkError
 from kraftwerk.runtime.ratelimit import RateLimitedLog
 
 log = logging.getLogger(__name__)
+request_log = logging.getLogger("kraftwerk.request")
 
 #: Requests a single connection may have in flight before we stop reading from it (Kafka mutes a
 #: channel after one; we allow pipelining but keep memory bounded).
@@ -156,6 +162,12 @@ class _Connection:
             # An ApiVersions request at a version we do not know is answered at v0 (see framing).
             version = 0 if parsed.unsupported_api_versions else head.api_version
             self.writer.write(framing.encode_response(head.api_key, version, head.correlation_id, body))
+            if request_log.isEnabledFor(logging.DEBUG):
+                request_log.debug("Completed request:%s", json.dumps({
+                    "requestHeader": {"requestApiKey": head.api_key, "requestApiVersion": head.api_version,
+                                      "correlationId": head.correlation_id, "clientId": head.client_id},
+                    "connection": self.info.peer, "listener": self.info.listener,
+                    "errorCode": body.get("errorCode")}, separators=(",", ":")))
             await self.writer.drain()
 
     def close(self) -> None:
