@@ -60,6 +60,7 @@ from kraftwerk.controller.hosting import LeaderWatch, activate, feed_kraft_versi
 from kraftwerk.controller.quorum import (
     CONTROLLER_API_KEYS,
     CONTROLLER_REGISTRATION,
+    DESCRIBE_CLUSTER,
     RAFT_API_KEYS,
     QuorumController,
     not_controller_body,
@@ -98,7 +99,6 @@ APPEND_COMMIT_TIMEOUT_S = 10.0
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 5.0
 CONTROLLER_REGISTRATION_RETRY_MS = 1000
 CLUSTER_ID_PROBE_INTERVAL_MS = 30_000
-DESCRIBE_CLUSTER = 60
 
 
 def check_formatted(config: ServerConfig) -> str:
