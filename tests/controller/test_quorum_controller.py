@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import logging
 import uuid
+from typing import Any
 
 import pytest
 
-from kraftwerk.broker import BrokerState
+from kraftwerk.broker import BrokerNode, BrokerState
 from kraftwerk.controller import (
     AppendThenRespond,
     FatalFaultError,
@@ -262,12 +263,18 @@ def test_registration_refused_for_old_software_stays_fenced(caplog: pytest.LogCa
     assert new.broker_epoch >= 0
 
 
-def test_duplicate_registration_and_cluster_id() -> None:
+def _registered_broker(node_id: int = 2) -> tuple[Log, Any, BrokerNode]:
+    """A controller with one registered, unfenced broker."""
     log, ctl = started()
-    b = broker(2)
+    b = broker(node_id)
     log.join(b)
     drive_broker(log, ctl, b, 0)  # type: ignore[arg-type]
     drive_broker(log, ctl, b, 1)  # type: ignore[arg-type]
+    return log, ctl, b
+
+
+def test_duplicate_registration_and_cluster_id() -> None:
+    log, ctl, _ = _registered_broker()
     other = broker(2, incarnation_id=uuid.uuid4())
     resp = call(log, ctl, 62, 5, other.registration_body() | {}, 2)  # type: ignore[arg-type]
     assert resp["errorCode"] == Errors.DUPLICATE_BROKER_REGISTRATION.code
@@ -278,11 +285,7 @@ def test_duplicate_registration_and_cluster_id() -> None:
 
 
 def test_a_restarted_broker_is_a_new_incarnation_with_a_larger_epoch() -> None:
-    log, ctl = started()
-    first = broker(2)
-    log.join(first)
-    drive_broker(log, ctl, first, 0)  # type: ignore[arg-type]
-    drive_broker(log, ctl, first, 1)  # type: ignore[arg-type]
+    log, ctl, first = _registered_broker()
 
     def register_offset(incarnation: uuid.UUID) -> int:
         return next(i for i, r in enumerate(log.decoded())

@@ -17,6 +17,7 @@ import logging
 import math
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,24 +68,21 @@ def positive_float(text: str) -> float:
 # --------------------------------------------------------------------------------- paths
 
 
-def _reason(path: Path) -> str | None:
-    """Why ``path`` cannot be opened for reading, or None."""
+def _readable(text: str, is_kind: Callable[[Path], bool], kind: str) -> Path:
+    """``text`` as a path that exists, can be read and is of the wanted kind."""
+    path = Path(text)
     if not path.exists():
-        return f"{path}: No such file or directory"
+        raise argparse.ArgumentTypeError(f"{path}: No such file or directory")
     if not os.access(path, os.R_OK):
-        return f"{path}: Permission denied"
-    return None
+        raise argparse.ArgumentTypeError(f"{path}: Permission denied")
+    if not is_kind(path):
+        raise argparse.ArgumentTypeError(f"{path} is not a {kind}")
+    return path
 
 
 def input_file(text: str) -> Path:
     """A file to read (a config, a snapshot): it must exist and be a readable regular file."""
-    path = Path(text)
-    reason = _reason(path)
-    if reason is None and not path.is_file():
-        reason = f"{path} is not a regular file"
-    if reason is not None:
-        raise argparse.ArgumentTypeError(reason)
-    return path
+    return _readable(text, Path.is_file, "regular file")
 
 
 def input_files(text: str) -> list[Path]:
@@ -97,13 +95,7 @@ def input_files(text: str) -> list[Path]:
 
 def input_dir(text: str) -> Path:
     """A directory to read (a metadata log dir, a cluster dir): it must exist."""
-    path = Path(text)
-    reason = _reason(path)
-    if reason is None and not path.is_dir():
-        reason = f"{path} is not a directory"
-    if reason is not None:
-        raise argparse.ArgumentTypeError(reason)
-    return path
+    return _readable(text, Path.is_dir, "directory")
 
 
 def dir_list(text: str) -> str:
