@@ -312,7 +312,8 @@ class BrokerNode:
             "previousBrokerEpoch": self.broker_epoch,
             "cordonedLogDirs": [],
             "staticConfigs": [
-                {"name": k, "value": v} for k, v in static_configs_to_report(self.static_configs)
+                {"name": k, "value": v}
+                for k, v in (static_configs_to_report(self.static_configs) if self.static_configs else ())
             ],
         }
 
