@@ -252,5 +252,6 @@ def test_registration_reports_the_configs_kip_1294_audits() -> None:
                                          "num.partitions": "3"}).registration_body()["staticConfigs"]
     assert {c["name"]: c["value"] for c in reported} == {
         "log.segment.bytes": "4194304", "metadata.log.segment.bytes": "1073741824",
-        "remote.log.manager.copier.thread.pool.size": "10", "remote.log.manager.expiration.thread.pool.size": "10"}
+        "remote.log.manager.copier.thread.pool.size": "10",
+        "remote.log.manager.expiration.thread.pool.size": "10"}
     assert broker(2).registration_body()["staticConfigs"] == []
