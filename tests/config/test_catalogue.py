@@ -23,6 +23,7 @@ from kraftwerk.config import (
     broker_key,
     broker_synonyms,
     is_known_broker_config,
+    log_dirs,
     parse_broker_config,
     topic_config_for,
     topic_config_type,
@@ -191,3 +192,14 @@ def test_parse_broker_config() -> None:
     assert parsed["log.message.timestamp.after.max.ms"] == 3_600_000  # KIP-1030 row 7
     with pytest.raises(Exception, match=r"^Invalid value 1 for configuration log\.segment\.bytes: Value must be at least 14$"):
         parse_broker_config({"log.segment.bytes": "1"})
+
+
+def test_typed_accessors_and_log_dirs() -> None:
+    parsed = parse_broker_config({"log.dir": "/a, ,/b", "process.roles": "broker", "node.id": "3"})
+    assert (parsed.integer("node.id"), parsed.text("broker.rack"), parsed.text("listeners")) == (3, "", "PLAINTEXT://:9092")
+    assert parsed.elements("process.roles") == ("broker",) and parsed.elements("log.dirs") == ()
+    assert parsed.flag("auto.create.topics.enable") and not parsed.flag("unstable.feature.versions.enable")
+    assert log_dirs(parsed) == ("/a", "/b")
+    assert log_dirs(parse_broker_config({})) == ("/tmp/kafka-logs",)
+    assert log_dirs(parse_broker_config({"log.dirs": "", "log.dir": "/x"})) == ()  # a set log.dirs wins, even empty
+    assert log_dirs(parse_broker_config({"log.dirs": "/c,/d", "log.dir": "/x"})) == ("/c", "/d")

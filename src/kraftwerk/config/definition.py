@@ -160,6 +160,26 @@ class ParsedConfig:
     def is_set(self, name: str) -> bool:
         return name in self.originals
 
+    def integer(self, name: str) -> int:
+        """An INT, SHORT or LONG config's value (those with a default always have one)."""
+        value = self.values[name]
+        assert isinstance(value, int)
+        return value
+
+    def text(self, name: str) -> str:
+        """A STRING config's value, "" when it has none."""
+        value = self.values[name]
+        return "" if value is None else str(value)
+
+    def elements(self, name: str) -> tuple[str, ...]:
+        """A LIST config's elements, () when it has none."""
+        value = self.values[name]
+        assert value is None or isinstance(value, tuple)
+        return value or ()
+
+    def flag(self, name: str) -> bool:
+        return self.values[name] is True
+
     def values_text(self, title: str) -> str:
         """Kafka's ``logAll``: ``<title> values:`` then a tab-indented ``name = value`` line per
         config, sorted; passwords print as ``[hidden]``."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from kraftwerk.config import ConfigMap, ParsedConfig, parse_broker_config, properties_values
+from kraftwerk.config import ConfigMap, ParsedConfig, log_dirs, parse_broker_config, properties_values
 from kraftwerk.config.catalogue.controller import LOG_FILE_CONFIG, SOFTWARE_VERSION_CONFIG
 from kraftwerk.config.errors import ConfigError, ConfigValueError, MissingConfigError
 from kraftwerk.errors import KraftwerkError
@@ -151,35 +151,32 @@ class ServerConfig:
     def from_properties(cls, props: Mapping[str, str]) -> ServerConfig:
         parsed = parse_broker_config(props)
         roles = _parse_roles(parsed)
-        node_id = _int(parsed, "node.id")
+        node_id = parsed.integer("node.id")
         if not parsed.is_set("node.id"):
             raise MissingConfigError("node.id")
         if node_id < 0:
             raise ConfigValueError("node.id", str(node_id), "Value must be at least 0")
-        listeners = _parse_endpoints(_str(parsed, "listeners"), "listeners")
-        advertised_text = _str(parsed, "advertised.listeners")
+        listeners = _parse_endpoints(parsed.text("listeners"), "listeners")
+        advertised_text = parsed.text("advertised.listeners")
         advertised = _parse_endpoints(advertised_text, "advertised.listeners") if advertised_text else ()
-        names_text = _str(parsed, "controller.listener.names")
+        names_text = parsed.text("controller.listener.names")
         controller_names = tuple(n.strip().upper() for n in names_text.split(",") if n.strip())
         map_name = "listener.security.protocol.map"
-        protocol_map = _parse_protocol_map(_str(parsed, map_name), controller_names,
+        protocol_map = _parse_protocol_map(parsed.text(map_name), controller_names,
                                            explicit=parsed.is_set(map_name))
-        voters = _parse_voters(",".join(_list(parsed, "controller.quorum.voters")))
-        # Kafka: log.dirs when set (even empty), else log.dir; empty entries are dropped
-        dir_items = (_list(parsed, "log.dirs") if parsed["log.dirs"] is not None
-                     else tuple(_str(parsed, "log.dir").split(",")))
-        log_dirs = tuple(d.strip() for d in dir_items if d.strip())
-        if not log_dirs:
+        voters = _parse_voters(",".join(parsed.elements("controller.quorum.voters")))
+        directories = log_dirs(parsed)
+        if not directories:
             raise ConfigError("At least one log directory must be defined via log.dirs or log.dir.")
-        metadata_dir = _str(parsed, "metadata.log.dir") or log_dirs[0]
-        unstable = parsed["unstable.feature.versions.enable"] is True
-        software_text = _str(parsed, SOFTWARE_VERSION_CONFIG)
+        metadata_dir = parsed.text("metadata.log.dir") or directories[0]
+        unstable = parsed.flag("unstable.feature.versions.enable")
+        software_text = parsed.text(SOFTWARE_VERSION_CONFIG)
         try:
             software = (SoftwareVersion.for_release(software_text, unstable=unstable) if software_text
                         else SoftwareVersion.latest(unstable=unstable))
         except KraftwerkError as exc:
             raise ConfigValueError(SOFTWARE_VERSION_CONFIG, software_text, str(exc)) from None
-        inter_broker = _str(parsed, "inter.broker.listener.name").strip().upper()
+        inter_broker = parsed.text("inter.broker.listener.name").strip().upper()
         if not inter_broker:
             non_controller = [e.listener for e in listeners if e.listener not in controller_names]
             use_default = "PLAINTEXT" in non_controller or not non_controller
@@ -193,21 +190,21 @@ class ServerConfig:
             security_protocol_map=MappingProxyType(protocol_map),
             inter_broker_listener_name=inter_broker,
             quorum_voters=voters,
-            log_dirs=log_dirs,
+            log_dirs=directories,
             metadata_log_dir=metadata_dir,
             software=software,
-            broker_session_timeout_ms=_int(parsed, "broker.session.timeout.ms"),
-            broker_heartbeat_interval_ms=_int(parsed, "broker.heartbeat.interval.ms"),
-            initial_broker_registration_timeout_ms=_int(parsed, "initial.broker.registration.timeout.ms"),
-            election_timeout_ms=_int(parsed, "controller.quorum.election.timeout.ms"),
-            fetch_timeout_ms=_int(parsed, "controller.quorum.fetch.timeout.ms"),
-            election_backoff_max_ms=_int(parsed, "controller.quorum.election.backoff.max.ms"),
-            quorum_request_timeout_ms=_int(parsed, "controller.quorum.request.timeout.ms"),
-            retry_backoff_ms=_int(parsed, "controller.quorum.retry.backoff.ms"),
-            socket_request_max_bytes=_int(parsed, "socket.request.max.bytes"),
+            broker_session_timeout_ms=parsed.integer("broker.session.timeout.ms"),
+            broker_heartbeat_interval_ms=parsed.integer("broker.heartbeat.interval.ms"),
+            initial_broker_registration_timeout_ms=parsed.integer("initial.broker.registration.timeout.ms"),
+            election_timeout_ms=parsed.integer("controller.quorum.election.timeout.ms"),
+            fetch_timeout_ms=parsed.integer("controller.quorum.fetch.timeout.ms"),
+            election_backoff_max_ms=parsed.integer("controller.quorum.election.backoff.max.ms"),
+            quorum_request_timeout_ms=parsed.integer("controller.quorum.request.timeout.ms"),
+            retry_backoff_ms=parsed.integer("controller.quorum.retry.backoff.ms"),
+            socket_request_max_bytes=parsed.integer("socket.request.max.bytes"),
             unstable_feature_versions_enable=unstable,
-            metadata_max_idle_interval_ms=_int(parsed, "metadata.max.idle.interval.ms"),
-            log_file=_str(parsed, LOG_FILE_CONFIG) or None,
+            metadata_max_idle_interval_ms=parsed.integer("metadata.max.idle.interval.ms"),
+            log_file=parsed.text(LOG_FILE_CONFIG) or None,
             raw=ConfigMap(props),
             parsed=parsed,
         )
@@ -279,26 +276,8 @@ class ServerConfig:
 _E = ConfigError
 
 
-def _int(parsed: ParsedConfig, name: str) -> int:
-    value = parsed[name]
-    assert isinstance(value, int)
-    return value
-
-
-def _str(parsed: ParsedConfig, name: str) -> str:
-    """A STRING config's value, "" when it has none."""
-    value = parsed[name]
-    return "" if value is None else str(value)
-
-
-def _list(parsed: ParsedConfig, name: str) -> tuple[str, ...]:
-    value = parsed[name]
-    assert isinstance(value, tuple)
-    return value
-
-
 def _parse_roles(parsed: ParsedConfig) -> frozenset[ProcessRole]:
-    names = [r for r in _list(parsed, "process.roles") if r]
+    names = [r for r in parsed.elements("process.roles") if r]
     if not names:
         raise MissingConfigError("process.roles")
     roles = [ProcessRole(name) for name in names]  # the catalogue's validator allowed only these

@@ -31,7 +31,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraftwerk.config import ConfigError, ConfigMap, parse_broker_config, properties_values, violations_at
+from kraftwerk.config import (
+    ConfigError,
+    ConfigMap,
+    log_dirs,
+    parse_broker_config,
+    properties_values,
+    violations_at,
+)
 from kraftwerk.config.catalogue.controller import SOFTWARE_VERSION_CONFIG
 from kraftwerk.protocol.errors import EncodeError
 from kraftwerk.protocol.frame import MetadataRecord
@@ -533,32 +540,23 @@ class StorageConfig:
         except ConfigError as exc:
             raise FormatError(str(exc)) from None
 
-        def text(name: str) -> str:
-            value = parsed[name]
-            return "" if value is None else str(value)
-
-        roles = tuple(r for r in text_list(parsed["process.roles"]) if r)
-        dirs = parsed["log.dirs"]
-        dir_items = text_list(dirs) if dirs is not None else tuple(text("log.dir").split(","))
-        unstable = parsed["unstable.feature.versions.enable"] is True
-        release = text(SOFTWARE_VERSION_CONFIG)
+        release = parsed.text(SOFTWARE_VERSION_CONFIG)
         try:
             software = SoftwareVersion.for_release(release) if release else SoftwareVersion.latest()
         except VersionError as exc:
             raise FormatError(f"Invalid value {release} for configuration {SOFTWARE_VERSION_CONFIG}: "
                               f"{exc}") from None
-        node_id = parsed["node.id"]
-        assert isinstance(node_id, int)
+        unstable = parsed.flag("unstable.feature.versions.enable")
+        names = parsed.text("controller.listener.names").split(",")
         return cls(
-            process_roles=roles,
-            node_id=node_id,
-            log_dirs=tuple(d.strip() for d in dir_items if d.strip()),
-            metadata_log_dir=text("metadata.log.dir").strip() or None,
-            quorum_voters=",".join(text_list(parsed["controller.quorum.voters"])),
-            controller_listener_names=tuple(n.strip() for n in text("controller.listener.names").split(",")
-                                            if n.strip()),
-            listeners=parse_listeners(text("listeners") if parsed.is_set("listeners") else ""),
-            advertised_listeners=parse_listeners(text("advertised.listeners")),
+            process_roles=tuple(r for r in parsed.elements("process.roles") if r),
+            node_id=parsed.integer("node.id"),
+            log_dirs=log_dirs(parsed),
+            metadata_log_dir=parsed.text("metadata.log.dir").strip() or None,
+            quorum_voters=",".join(parsed.elements("controller.quorum.voters")),
+            controller_listener_names=tuple(n.strip() for n in names if n.strip()),
+            listeners=parse_listeners(parsed.text("listeners") if parsed.is_set("listeners") else ""),
+            advertised_listeners=parse_listeners(parsed.text("advertised.listeners")),
             unstable_feature_versions_enable=unstable,
             software=software.with_unstable(unstable),
             static_configs=ConfigMap(props),
@@ -599,12 +597,6 @@ class StorageConfig:
                     if listener.name == name:
                         return listener
         return None
-
-
-def text_list(value: object) -> tuple[str, ...]:
-    """A LIST config's parsed value."""
-    assert isinstance(value, tuple)
-    return value
 
 
 def parse_listeners(text: str) -> tuple[Listener, ...]:

@@ -113,3 +113,11 @@ def parse_broker_config(props: Mapping[str, str]) -> ParsedConfig:
     against its base validator (Kafka's first error wins); listener overrides of known configs
     count as known, any other name is kept and reported in ``unknown``."""
     return BROKER_CONFIGS.parse(props, known=[n for n in props if broker_key(n) is not None])
+
+
+def log_dirs(parsed: ParsedConfig) -> tuple[str, ...]:
+    """Kafka's ``KafkaConfig.logDirs``: ``log.dirs`` when set (even empty), else ``log.dir``;
+    blank entries are dropped."""
+    given = parsed["log.dirs"] is not None
+    entries = parsed.elements("log.dirs") if given else tuple(parsed.text("log.dir").split(","))
+    return tuple(d.strip() for d in entries if d.strip())
