@@ -106,7 +106,6 @@ TOPIC_DEFAULTS_FROM_BROKER: Mapping[str, str] = {
 """Topic config → the broker config that supplies its default (Kafka's synonyms)."""
 
 
-
 @dataclass(frozen=True, slots=True)
 class ControllerCall:
     """A request the broker wants sent to the active controller."""

@@ -120,7 +120,7 @@ class ServerConfig:
             return tuple(e for e in self.advertised_listeners if e.listener not in names)
         return self.broker_listeners
 
-    # --- loading --------------------------------------------------------------------------
+    # --- the values as given ---------------------------------------------------------------
 
     @property
     def unknown_configs(self) -> tuple[str, ...]:
