@@ -1,15 +1,17 @@
 """``kraftwerk pipeline scan|upconvert``: find and rewrite message format v0/v1 data across a fleet.
 
-Both commands run on Spark (``--master``, default ``local[*]``) or, with ``--no-spark``, in this
-process through the same storage-layer functions. Missing or locked log dirs and corrupt segments
-are reported and skipped, never fatal to the rest of the run; the exit code is 1 when anything was
-skipped so scripts notice.
+Both commands run on Spark (``--master``, default ``local[*]``; ``--conf`` settings as spark-submit
+takes them) or, with ``--no-spark``, in this process through the same storage-layer functions.
+``--print-spark-submit`` prints the ``spark-submit`` command that runs the same job on a cluster's
+own Spark. Missing or locked log dirs and corrupt segments are reported and skipped, never fatal to
+the rest of the run; the exit code is 1 when anything was skipped so scripts notice.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -26,6 +28,7 @@ from kraftwerk.storage.scan import (
     ScanError,
     batch_arrow_schema,
     discover_segments,
+    local_path,
     scan_segment_columns,
     summarize,
     totals,
@@ -69,15 +72,61 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="broker log directories (space or comma separated, like log.dirs)")
     p.add_argument("--master", default=None,
                    help=f"Spark master URL (default {DEFAULT_MASTER}; under spark-submit: its master)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting, as spark-submit takes it (repeatable), e.g. "
+                        "spark.pyspark.python=/usr/bin/python3 for the executors' Python")
     p.add_argument("--no-spark", action="store_true", help="run in this process without Spark")
+    p.add_argument("--print-spark-submit", action="store_true",
+                   help="print the spark-submit command that runs this job on a cluster's own Spark, "
+                        "run nothing")
     add_output_flag(p)
+
+
+def _path(raw: str) -> Path:
+    """A local path or a file:// URL, made absolute (executors get the same string)."""
+    try:
+        return Path(local_path(raw)).absolute()
+    except ScanError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def _log_dirs(raw: Sequence[str]) -> list[str]:
     dirs = [d for part in raw for d in part.split(",") if d]
     if not dirs:
         raise UsageError("--log-dirs needs at least one directory")
-    return [str(Path(d).absolute()) for d in dirs]
+    return [str(_path(d)) for d in dirs]
+
+
+def _spark_conf(raw: Sequence[str]) -> dict[str, str]:
+    conf = {}
+    for item in raw:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--conf {item}: expected KEY=VALUE")
+        conf[key.strip()] = value
+    return conf
+
+
+def _spark_submit(args: argparse.Namespace, job: list[str]) -> int:
+    """Print the spark-submit command running ``kraftwerk pipeline <command> <job>`` in the submitted
+    driver: the executors' Python as this run would choose it, this interpreter for the driver."""
+    import kraftwerk.spark.submit as entry
+    from kraftwerk.spark.session import PYTHON_CONF, executor_python
+
+    if args.no_spark:
+        raise UsageError("--print-spark-submit runs the job on Spark: drop --no-spark")
+    given = _spark_conf(args.conf)
+    conf = {PYTHON_CONF: executor_python(args.master, given), "spark.pyspark.driver.python": sys.executable,
+            **{k: v for k, v in given.items() if k != PYTHON_CONF}}
+    argv = ["spark-submit"] + (["--master", args.master] if args.master else [])
+    argv += [a for k, v in conf.items() for a in ("--conf", f"{k}={v}")]
+    argv += [str(Path(str(entry.__file__)).resolve()), "pipeline", args.command, *job]
+    argv += ["--output", "json"] if args.output == "json" else []
+    if args.output == "json":
+        print_json({"argv": argv})
+    else:
+        print(shlex.join(argv))
+    return 0
 
 
 def _split_existing(dirs: list[str]) -> tuple[list[str], list[str]]:
@@ -106,12 +155,14 @@ def _tty() -> bool:
 
 def run_scan(args: argparse.Namespace) -> int:
     dirs = _log_dirs(args.log_dirs)
+    out = _path(args.out)
+    if args.print_spark_submit:
+        return _spark_submit(args, ["--log-dirs", *dirs, "--out", str(out)])
     present, missing = _split_existing(dirs)
     if not present:
         raise ScanError("none of the log directories exists: " + ", ".join(dirs))
     for d in missing:
         print(f"Log directory {d} does not exist or is not a directory; skipped", file=sys.stderr)
-    out = Path(args.out)
     start = time.monotonic()
     with _status(f"Scanning {len(present)} log dirs", _tty()):
         if args.no_spark:
@@ -120,7 +171,7 @@ def run_scan(args: argparse.Namespace) -> int:
             from kraftwerk.spark.jobs import scan_job
             from kraftwerk.spark.session import pipeline_session
 
-            with pipeline_session(args.master) as spark:
+            with pipeline_session(args.master, _spark_conf(args.conf)) as spark:
                 summaries = scan_job(spark, present, out).summaries
     elapsed = time.monotonic() - start
     tot = totals(summaries)
@@ -189,7 +240,11 @@ def run_upconvert(args: argparse.Namespace) -> int:
     if not args.in_place and args.out is None and not args.dry_run:
         raise UsageError("upconvert needs --out DIR or --in-place (or --dry-run)")
     dirs = _log_dirs(args.log_dirs)
-    out = None if args.out is None else Path(args.out).absolute()
+    out = None if args.out is None else _path(args.out)
+    if args.print_spark_submit:
+        job = ["--log-dirs", *dirs] + (["--out", str(out)] if out else []) + (
+            ["--in-place"] if args.in_place else []) + (["--dry-run"] if args.dry_run else [])
+        return _spark_submit(args, job)
     start = time.monotonic()
     with _status("Up-converting", _tty()) as update:
 
@@ -203,7 +258,7 @@ def run_upconvert(args: argparse.Namespace) -> int:
             from kraftwerk.spark.jobs import upconvert_job
             from kraftwerk.spark.session import pipeline_session
 
-            with pipeline_session(args.master) as spark:
+            with pipeline_session(args.master, _spark_conf(args.conf)) as spark:
                 outcomes = upconvert_job(spark, dirs, in_place=args.in_place, out_dir=out,
                                          dry_run=args.dry_run, progress=progress)
     elapsed = time.monotonic() - start

@@ -26,12 +26,11 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import unquote, urlparse
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from kraftwerk.errors import KraftwerkError
-from kraftwerk.spark.errors import SparkJobError
+from kraftwerk.spark.errors import SparkJobError, require_readable
 from kraftwerk.storage.scan import (
     BATCH_COLUMNS,
     DEFAULT_MAX_SPLIT_BYTES,
@@ -43,6 +42,7 @@ from kraftwerk.storage.scan import (
     is_segment_path,
     iter_batch_columns,
     iter_record_rows,
+    local_path,
     locate_segment,
     plan_splits,
 )
@@ -73,14 +73,6 @@ def _ddl(columns: Sequence[tuple[str, str]]) -> str:
 
 BATCH_SCHEMA_DDL = _ddl(BATCH_COLUMNS)
 RECORD_SCHEMA_DDL = _ddl(RECORD_COLUMNS)
-
-
-def local_path(uri: str) -> str:
-    """A ``file:`` URI (as Spark lists it) or a plain path as a local path."""
-    parsed = urlparse(uri)
-    if parsed.scheme in ("", "file"):
-        return unquote(parsed.path) if parsed.scheme else uri
-    raise SparkJobError(f"{uri}: only local or mounted paths can be read (scheme {parsed.scheme!r})")
 
 
 class SplitPartition(InputPartition):
@@ -162,6 +154,8 @@ class KafkaLogReader(DataSourceReader):
         assert isinstance(partition, SplitPartition)
         schema = to_arrow_schema(self.schema, timezone="UTC")
         splits = partition.splits
+        for path in dict.fromkeys(s.segment.path for s in splits):
+            require_readable(path)
         if self.level == "record":
             records = itertools.chain.from_iterable(iter_record_rows(s) for s in splits)
             yield from _record_batches(schema, records, self.batch_rows, self.batch_bytes)
