@@ -72,16 +72,23 @@ def test_bundle_is_built_once_and_rebuilt_when_the_code_changes(tmp_path: Path,
         [first.code.name, changed.code.name, first.deps.name])
 
 
-def test_old_bundles_beyond_the_kept_ones_are_removed(tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_old_bundles_beyond_the_kept_ones_are_removed_after_a_day(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import time
+
     files = bundle._code_files()
     built = []
-    for i in range(bundle.KEEP + 2):
+    for i in range(bundle.KEEP + 3):
         extra = tmp_path / f"extra{i}.py"
         extra.write_text(f"X = {i}\n")
         monkeypatch.setattr(bundle, "_code_files", lambda e=extra: [*files, ("kraftwerk/extra.py", e)])
         built.append(build_bundle(tmp_path).code)
-    assert sorted(tmp_path.glob("kraftwerk-code-*.zip")) == sorted(built[-bundle.KEEP:])
+        # the first one was last used two days ago; the others are recent
+        age = 2 * bundle.KEEP_SECONDS if i == 0 else bundle.KEEP + 3 - i
+        os.utime(built[-1], (time.time() - age, time.time() - age))
+    kept = sorted(tmp_path.glob("kraftwerk-code-*.zip"))
+    assert built[0] not in kept and kept == sorted(built[1:])
 
 
 def test_what_is_shipped_follows_kraftwerks_metadata() -> None:

@@ -46,8 +46,10 @@ log = logging.getLogger(__name__)
 EXECUTOR_PROVIDES = frozenset({"pyspark", "py4j", "pyarrow"})
 #: kraftwerk dependencies that only the driver's command line uses (terminal output)
 DRIVER_ONLY = frozenset({"rich"})
-#: bundles of each kind kept in the cache (the most recently used ones)
+#: bundles of each kind kept in the cache (the most recently used ones), and how long an older one
+#: stays (Spark serves a running application's executors from the cached file itself)
 KEEP = 4
+KEEP_SECONDS = 24 * 3600
 #: bumped when the packing rules change, so old cached bundles are not reused
 _LAYOUT = "1"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -164,8 +166,8 @@ def _write_zip(path: Path, files: list[tuple[str, Path]]) -> None:
 
 
 def _cached(directory: Path, prefix: str, digest: str, files: Callable[[], list[tuple[str, Path]]]) -> Path:
-    """The cached zip ``prefix-digest.zip``, built from ``files()`` when absent; older zips of the
-    same kind beyond the :data:`KEEP` most recently used are removed."""
+    """The cached zip ``prefix-digest.zip``, built from ``files()`` when absent; zips of the same kind
+    beyond the :data:`KEEP` most recently used, and unused for :data:`KEEP_SECONDS`, are removed."""
     path = directory / f"{prefix}-{digest}.zip"
     if path.exists():
         os.utime(path)  # most recently used: kept by the pruning below
@@ -178,7 +180,8 @@ def _cached(directory: Path, prefix: str, digest: str, files: Callable[[], list[
              time.monotonic() - start)
     older = sorted(directory.glob(f"{prefix}-*.zip"), key=lambda p: p.stat().st_mtime, reverse=True)
     for stale in older[KEEP:]:
-        stale.unlink(missing_ok=True)
+        if time.time() - stale.stat().st_mtime > KEEP_SECONDS:
+            stale.unlink(missing_ok=True)
     return path
 
 
