@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from kraftwerk.spark.errors import SparkJobError, job_failure, require_readable
 from kraftwerk.spark.source import BATCH_SCHEMA_DDL, list_segments_with_spark, pack_work, read_log_dirs
+from kraftwerk.storage.fileio import translate_os_errors
 from kraftwerk.storage.scan import PartitionSummary, locate_segment
 from kraftwerk.storage.segment import Segment
 from kraftwerk.storage.upconvert import (
@@ -145,7 +146,8 @@ def upconvert_job(spark: SparkSession, log_dirs: Sequence[str], *, in_place: boo
     items, outcomes = plan_work(paths, out_dir)
     out_root = None
     if out_dir is not None and not dry_run:
-        out_dir.mkdir(parents=True, exist_ok=True)  # executors check that they see it too
+        with translate_os_errors(out_dir, "create"):
+            out_dir.mkdir(parents=True, exist_ok=True)  # executors check that they see it too
         out_root = str(out_dir)
     with LogDirLocks(paths if in_place else [], probe_only=dry_run) as locks:
         outcomes += locks.locked

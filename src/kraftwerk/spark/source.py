@@ -13,7 +13,8 @@ directories itself.
 
 Options: ``level`` (``batch`` or ``record``), ``maxSplitBytes``, ``partitionBytes``, ``minPartitions``,
 ``validateCrc``, ``arrowBatchRows``, ``arrowBatchBytes``. Log dirs must be visible at the same path on
-the driver and every executor (local disks in ``local[*]``, a shared mount on a cluster).
+the driver and every executor (local disks in ``local[*]``, a shared mount on a cluster): a task
+that cannot open a segment of the listing fails the job, naming the path and its host.
 """
 
 from __future__ import annotations
