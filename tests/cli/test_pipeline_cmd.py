@@ -170,11 +170,12 @@ def test_log_dirs_and_out_as_file_urls(fleet: Fleet, tmp_path: Path,
     doc = json.loads(out)
     assert doc["logDirs"] == _dirs(fleet) and doc["out"] == f"{tmp_path}/o"
     assert doc["totals"]["batches"] == sum(b.batches for b in fleet.partitions)
-    code, out, err = _run(capsys, "pipeline", "scan", "--log-dirs", "s3://bucket/data", "--out",
-                          str(tmp_path / "o"), "--no-spark")
-    assert code == 1 and out == ""
-    assert err.strip() == ("s3://bucket/data: only local paths and file:// URLs can be read (scheme 's3'); "
-                           "every executor must see them at the same path")
+    with pytest.raises(SystemExit) as refused:
+        main(["pipeline", "scan", "--log-dirs", "s3://b/data", "--out", str(tmp_path / "o"), "--no-spark"])
+    assert refused.value.code == 2
+    assert err_line(capsys) == ("kraftwerk pipeline scan: error: argument --log-dirs: s3://b/data: only "
+                                "local paths and file:// URLs can be read (scheme 's3'); every executor must "
+                                "see them at the same path (see --help)")
 
 
 def test_print_spark_submit(fleet: Fleet, tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -198,7 +199,7 @@ def test_print_spark_submit(fleet: Fleet, tmp_path: Path, capsys: pytest.Capture
     assert Path(argv[9]) == Path(entry.__file__).resolve()
     job = build_parser().parse_args(argv[10:])  # what the submitted driver runs
     assert (job.command, job.log_dirs, job.out, job.master, job.conf) == (
-        "upconvert", _dirs(fleet), str(Path("conv").absolute()), None, [])
+        "upconvert", _dirs(fleet), Path("conv").absolute(), None, [])
     assert not (job.in_place or job.dry_run or job.no_spark or job.print_spark_submit)
     assert not Path("conv").exists()  # nothing ran
     monkeypatch.setenv("PYSPARK_PYTHON", "/opt/py/bin/python3")
@@ -210,6 +211,9 @@ def test_print_spark_submit(fleet: Fleet, tmp_path: Path, capsys: pytest.Capture
     code, _, err = _run(capsys, "pipeline", "scan", "--log-dirs", *_dirs(fleet), "--out", str(tmp_path / "s"),
                         "--no-spark", "--print-spark-submit")
     assert code == 1 and err.strip() == "--print-spark-submit runs the job on Spark: drop --no-spark"
-    code, _, err = _run(capsys, "pipeline", "scan", "--log-dirs", *_dirs(fleet), "--out", str(tmp_path / "s"),
-                        "--conf", "spark.executor.memory", "--print-spark-submit")
-    assert code == 1 and err.strip() == "--conf spark.executor.memory: expected KEY=VALUE"
+
+
+def err_line(capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line argparse printed on stderr."""
+    [line] = capsys.readouterr().err.strip().splitlines()
+    return line

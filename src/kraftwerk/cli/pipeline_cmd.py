@@ -19,16 +19,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from kraftwerk.cli.args import dir_list, key_value, output_dir, spark_master
 from kraftwerk.cli.main import UsageError
 from kraftwerk.cli.output import add_output_flag, print_json
-from kraftwerk.storage.fileio import atomic_write
+from kraftwerk.storage.errors import StorageError
+from kraftwerk.storage.fileio import atomic_write, local_path
 from kraftwerk.storage.scan import (
     BatchRow,
     PartitionSummary,
     ScanError,
     batch_arrow_schema,
     discover_segments,
-    local_path,
     scan_segment_columns,
     summarize,
     totals,
@@ -47,8 +48,8 @@ def register(groups: Any) -> None:
         description="Scan every segment of the log dirs, write the batch table as Parquet and print a "
                     "summary per topic-partition (v0/v1 bytes, batches, records, offsets, corrupt batches).")
     _common(scan)
-    scan.add_argument("--out", required=True, metavar="DIR", help="directory for batches/ (Parquet) and "
-                                                                  "summary.json")
+    scan.add_argument("--out", required=True, type=output_dir, metavar="DIR",
+                      help="directory for batches/ (Parquet) and summary.json")
     scan.set_defaults(func=run_scan)
 
     up = commands.add_parser(
@@ -58,7 +59,7 @@ def register(groups: Any) -> None:
                     "touched; a second run changes nothing.")
     _common(up)
     where = up.add_mutually_exclusive_group()
-    where.add_argument("--out", metavar="DIR",
+    where.add_argument("--out", type=output_dir, metavar="DIR",
                        help="write converted segments under DIR/<log dir>/<partition>/")
     where.add_argument("--in-place", action="store_true",
                        help="replace segments in place (crash-safe swap; refused while a broker holds the "
@@ -68,11 +69,11 @@ def register(groups: Any) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--log-dirs", required=True, nargs="+", metavar="DIR",
+    p.add_argument("--log-dirs", required=True, nargs="+", type=dir_list, metavar="DIR",
                    help="broker log directories (space or comma separated, like log.dirs)")
-    p.add_argument("--master", default=None,
+    p.add_argument("--master", type=spark_master, default=None,
                    help=f"Spark master URL (default {DEFAULT_MASTER}; under spark-submit: its master)")
-    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+    p.add_argument("--conf", action="append", type=key_value, default=[], metavar="KEY=VALUE",
                    help="a Spark setting, as spark-submit takes it (repeatable), e.g. "
                         "spark.pyspark.python=/usr/bin/python3 for the executors' Python")
     p.add_argument("--no-spark", action="store_true", help="run in this process without Spark")
@@ -82,11 +83,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     add_output_flag(p)
 
 
-def _path(raw: str) -> Path:
+def _path(raw: str | Path) -> Path:
     """A local path or a file:// URL, made absolute (executors get the same string)."""
     try:
-        return Path(local_path(raw)).absolute()
-    except ScanError as exc:
+        return Path(local_path(str(raw))).absolute()
+    except StorageError as exc:
         raise UsageError(str(exc)) from exc
 
 
@@ -97,16 +98,6 @@ def _log_dirs(raw: Sequence[str]) -> list[str]:
     return [str(_path(d)) for d in dirs]
 
 
-def _spark_conf(raw: Sequence[str]) -> dict[str, str]:
-    conf = {}
-    for item in raw:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--conf {item}: expected KEY=VALUE")
-        conf[key.strip()] = value
-    return conf
-
-
 def _spark_submit(args: argparse.Namespace, job: list[str]) -> int:
     """Print the spark-submit command running ``kraftwerk pipeline <command> <job>`` in the submitted
     driver: the executors' Python as this run would choose it, this interpreter for the driver."""
@@ -115,7 +106,7 @@ def _spark_submit(args: argparse.Namespace, job: list[str]) -> int:
 
     if args.no_spark:
         raise UsageError("--print-spark-submit runs the job on Spark: drop --no-spark")
-    given = _spark_conf(args.conf)
+    given = dict(args.conf)
     conf = {PYTHON_CONF: executor_python(args.master, given), "spark.pyspark.driver.python": sys.executable,
             **{k: v for k, v in given.items() if k != PYTHON_CONF}}
     argv = ["spark-submit"] + (["--master", args.master] if args.master else [])
@@ -156,11 +147,11 @@ def _tty() -> bool:
 def run_scan(args: argparse.Namespace) -> int:
     dirs = _log_dirs(args.log_dirs)
     out = _path(args.out)
-    if args.print_spark_submit:
-        return _spark_submit(args, ["--log-dirs", *dirs, "--out", str(out)])
     present, missing = _split_existing(dirs)
     if not present:
         raise ScanError("none of the log directories exists: " + ", ".join(dirs))
+    if args.print_spark_submit:
+        return _spark_submit(args, ["--log-dirs", *dirs, "--out", str(out)])
     for d in missing:
         print(f"Log directory {d} does not exist or is not a directory; skipped", file=sys.stderr)
     start = time.monotonic()
@@ -171,7 +162,7 @@ def run_scan(args: argparse.Namespace) -> int:
             from kraftwerk.spark.jobs import scan_job
             from kraftwerk.spark.session import pipeline_session
 
-            with pipeline_session(args.master, _spark_conf(args.conf)) as spark:
+            with pipeline_session(args.master, dict(args.conf)) as spark:
                 summaries = scan_job(spark, present, out).summaries
     elapsed = time.monotonic() - start
     tot = totals(summaries)
@@ -240,6 +231,8 @@ def run_upconvert(args: argparse.Namespace) -> int:
     if not args.in_place and args.out is None and not args.dry_run:
         raise UsageError("upconvert needs --out DIR or --in-place (or --dry-run)")
     dirs = _log_dirs(args.log_dirs)
+    if not _split_existing(dirs)[0]:  # before a Spark session is started for nothing
+        raise ScanError("none of the log directories exists: " + ", ".join(dirs))
     out = None if args.out is None else _path(args.out)
     if args.print_spark_submit:
         job = ["--log-dirs", *dirs] + (["--out", str(out)] if out else []) + (
@@ -258,12 +251,10 @@ def run_upconvert(args: argparse.Namespace) -> int:
             from kraftwerk.spark.jobs import upconvert_job
             from kraftwerk.spark.session import pipeline_session
 
-            with pipeline_session(args.master, _spark_conf(args.conf)) as spark:
+            with pipeline_session(args.master, dict(args.conf)) as spark:
                 outcomes = upconvert_job(spark, dirs, in_place=args.in_place, out_dir=out,
                                          dry_run=args.dry_run, progress=progress)
     elapsed = time.monotonic() - start
-    if all(o.status is Status.MISSING for o in outcomes):
-        raise ScanError("none of the log directories exists: " + ", ".join(dirs))
     outcomes.sort(key=lambda o: (o.log_dir, o.topic, o.partition, o.base_offset))
     counts = {s.value: sum(1 for o in outcomes if o.status is s) for s in Status}
     problems = [o for o in outcomes if o.status.is_problem]

@@ -32,6 +32,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.spark.errors import SparkJobError, require_readable
+from kraftwerk.storage.fileio import local_path
 from kraftwerk.storage.scan import (
     BATCH_COLUMNS,
     DEFAULT_MAX_SPLIT_BYTES,
@@ -43,7 +44,6 @@ from kraftwerk.storage.scan import (
     is_segment_path,
     iter_batch_columns,
     iter_record_rows,
-    local_path,
     locate_segment,
     plan_splits,
 )
@@ -311,6 +311,5 @@ __all__ = [
     "KafkaLogReader",
     "KraftwerkError",
     "list_segments_with_spark",
-    "local_path",
     "read_log_dirs",
 ]

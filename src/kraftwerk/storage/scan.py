@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
-from urllib.parse import unquote, urlparse
 
 import numpy as np
 from crc32c import crc32c
@@ -112,16 +111,6 @@ class SegmentSplit:
     segment: SegmentFile
     start: int
     end: int
-
-
-def local_path(uri: str) -> str:
-    """A ``file:`` URL (as Spark lists files, or as given for a mount every executor sees) or a plain
-    path, as a local path."""
-    parsed = urlparse(uri)
-    if parsed.scheme in ("", "file"):
-        return unquote(parsed.path) if parsed.scheme else uri
-    raise ScanError(f"{uri}: only local paths and file:// URLs can be read (scheme {parsed.scheme!r}); "
-                    "every executor must see them at the same path")
 
 
 def locate_segment(path: str | Path, size: int | None = None) -> SegmentFile:
@@ -908,7 +897,6 @@ __all__ = [
     "iter_batch_columns",
     "iter_batch_rows",
     "iter_record_rows",
-    "local_path",
     "locate_segment",
     "partition_dirs",
     "plan_splits",
