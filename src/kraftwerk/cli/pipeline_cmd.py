@@ -22,7 +22,6 @@ from typing import Any
 from kraftwerk.cli.args import dir_list, key_value, output_dir, spark_master
 from kraftwerk.cli.main import UsageError
 from kraftwerk.cli.output import add_output_flag, print_json
-from kraftwerk.storage.errors import StorageError
 from kraftwerk.storage.fileio import atomic_write, local_path
 from kraftwerk.storage.scan import (
     BatchRow,
@@ -84,11 +83,9 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _path(raw: str | Path) -> Path:
-    """A local path or a file:// URL, made absolute (executors get the same string)."""
-    try:
-        return Path(local_path(str(raw))).absolute()
-    except StorageError as exc:
-        raise UsageError(str(exc)) from exc
+    """A local path or a file:// URL (both checked by the option's type), made absolute: executors
+    get the same string."""
+    return Path(local_path(str(raw))).absolute()
 
 
 def _log_dirs(raw: Sequence[str]) -> list[str]:
@@ -112,9 +109,8 @@ def _spark_submit(args: argparse.Namespace, job: list[str]) -> int:
     argv = ["spark-submit"] + (["--master", args.master] if args.master else [])
     argv += [a for k, v in conf.items() for a in ("--conf", f"{k}={v}")]
     argv += [str(Path(str(entry.__file__)).resolve()), "pipeline", args.command, *job]
-    argv += ["--output", "json"] if args.output == "json" else []
     if args.output == "json":
-        print_json({"argv": argv})
+        print_json({"argv": [*argv, "--output", "json"]})
     else:
         print(shlex.join(argv))
     return 0
