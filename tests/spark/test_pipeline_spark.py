@@ -197,3 +197,33 @@ def test_pack_work_balances_by_size_and_keeps_order() -> None:
     assert max(loads) - min(loads) <= 10
     assert pack_work(items, [1] * 5, 99) == [[x] for x in items]
     assert pack_work(items, [0] * 5, 1) == [items]
+
+
+def test_a_path_a_task_cannot_read_fails_the_job_in_one_line(spark: SparkSession, tmp_path: Path) -> None:
+    import shutil
+    import socket
+
+    from kraftwerk.spark.errors import SparkJobError, job_failure, require_readable
+    from kraftwerk.spark.source import list_segments_with_spark, read_log_dirs
+
+    fleet = build_fleet(tmp_path / "fleet", log_dirs=1, partitions_per_dir=3)
+    listing = list_segments_with_spark(spark, _dirs(fleet))
+    # a segment deleted since the listing (retention) while its directory is there: an error row
+    gone = Path(listing[0][0])
+    gone.unlink()
+    rows = read_log_dirs(spark, _dirs(fleet), listing=listing).collect()
+    [row] = [r for r in rows if f"{r['topic']}-{r['partition']}" == gone.parent.name
+             and r["segment"] == int(gone.stem)]
+    assert "unreadable" in row["error"]
+    # a partition directory the task's host does not see at all: the job fails, one line
+    lost = Path(listing[-1][0]).parent
+    shutil.rmtree(lost)
+    with pytest.raises(Exception) as failed:
+        read_log_dirs(spark, _dirs(fleet), listing=listing).collect()
+    error = job_failure("the scan job", failed.value)
+    expected = (f"executor on host {socket.gethostname()} cannot read {listing[-1][0]}: No such file or "
+                "directory (the driver sees it; it must be at the same path on every executor)")
+    assert str(error) == expected and "\n" not in str(error)
+    with pytest.raises(SparkJobError, match=f"cannot read {lost}: No such file"):
+        require_readable(str(lost), directory=True)
+    require_readable(str(lost.parent), directory=True)

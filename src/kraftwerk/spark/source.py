@@ -13,7 +13,8 @@ directories itself.
 
 Options: ``level`` (``batch`` or ``record``), ``maxSplitBytes``, ``partitionBytes``, ``minPartitions``,
 ``validateCrc``, ``arrowBatchRows``, ``arrowBatchBytes``. Log dirs must be visible at the same path on
-the driver and every executor (local disks in ``local[*]``, a shared mount on a cluster).
+the driver and every executor (local disks in ``local[*]``, a shared mount on a cluster): a task
+that cannot open a segment of the listing fails the job, naming the path and its host.
 """
 
 from __future__ import annotations
@@ -26,12 +27,12 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import unquote, urlparse
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from kraftwerk.errors import KraftwerkError
-from kraftwerk.spark.errors import SparkJobError
+from kraftwerk.spark.errors import SparkJobError, require_readable
+from kraftwerk.storage.fileio import local_path
 from kraftwerk.storage.scan import (
     BATCH_COLUMNS,
     DEFAULT_MAX_SPLIT_BYTES,
@@ -73,14 +74,6 @@ def _ddl(columns: Sequence[tuple[str, str]]) -> str:
 
 BATCH_SCHEMA_DDL = _ddl(BATCH_COLUMNS)
 RECORD_SCHEMA_DDL = _ddl(RECORD_COLUMNS)
-
-
-def local_path(uri: str) -> str:
-    """A ``file:`` URI (as Spark lists it) or a plain path as a local path."""
-    parsed = urlparse(uri)
-    if parsed.scheme in ("", "file"):
-        return unquote(parsed.path) if parsed.scheme else uri
-    raise SparkJobError(f"{uri}: only local or mounted paths can be read (scheme {parsed.scheme!r})")
 
 
 class SplitPartition(InputPartition):
@@ -162,6 +155,8 @@ class KafkaLogReader(DataSourceReader):
         assert isinstance(partition, SplitPartition)
         schema = to_arrow_schema(self.schema, timezone="UTC")
         splits = partition.splits
+        for path in dict.fromkeys(s.segment.path for s in splits):
+            require_readable(path)
         if self.level == "record":
             records = itertools.chain.from_iterable(iter_record_rows(s) for s in splits)
             yield from _record_batches(schema, records, self.batch_rows, self.batch_bytes)
@@ -316,6 +311,5 @@ __all__ = [
     "KafkaLogReader",
     "KraftwerkError",
     "list_segments_with_spark",
-    "local_path",
     "read_log_dirs",
 ]
