@@ -71,7 +71,12 @@ def test_combined_config() -> None:
     (CONTROLLER, {"node.id": "x"}, "Invalid value x for configuration node.id: Not a number of type INT"),
     (CONTROLLER, {"node.id": "7"}, "the node id 7 must be included in the set of voters "
                                    "controller.quorum.voters={1, 2, 3}"),
-    (CONTROLLER, {"controller.quorum.voters": ""}, "controller.quorum.voters must contain a parseable set"),
+    (CONTROLLER, {"controller.quorum.voters": ""},
+     "controller.quorum.voters must contain a parseable set of controllers"),
+    (CONTROLLER, {"controller.quorum.voters": "", "controller.quorum.bootstrap.servers": "localhost"},
+     "Failed to parse host name from localhost for the configuration controller.quorum.bootstrap.servers"),
+    (CONTROLLER, {"controller.quorum.voters": "", "controller.quorum.bootstrap.servers": "h:x"},
+     "Failed to parse host port from h:x"),
     (CONTROLLER, {"controller.quorum.voters": "1@host"}, "Failed to parse voter entry '1@host'"),
     (CONTROLLER, {"controller.listener.names": "OTHER"},
      "controller.listener.names must contain at least one"),

@@ -63,6 +63,9 @@ class ServerConfig:
     security_protocol_map: Mapping[str, str]
     inter_broker_listener_name: str
     quorum_voters: tuple[Voter, ...]
+    #: ``controller.quorum.bootstrap.servers`` (host, port): a dynamic quorum (KIP-853) names these
+    #: instead of ``controller.quorum.voters``; the voters then come from the metadata log.
+    quorum_bootstrap_servers: tuple[tuple[str, int], ...]
     log_dirs: tuple[str, ...]
     metadata_log_dir: str
     software: SoftwareVersion
@@ -96,6 +99,11 @@ class ServerConfig:
     @property
     def voter_ids(self) -> tuple[int, ...]:
         return tuple(v.node_id for v in self.quorum_voters)
+
+    @property
+    def is_dynamic_quorum(self) -> bool:
+        """No static ``controller.quorum.voters``: the voters come from the VotersRecord."""
+        return not self.quorum_voters
 
     def voter(self, node_id: int) -> Voter | None:
         return next((v for v in self.quorum_voters if v.node_id == node_id), None)
@@ -144,6 +152,7 @@ class ServerConfig:
         controller_names = tuple(n.strip().upper() for n in names_text.split(",") if n.strip())
         protocol_map = _parse_protocol_map(props.get("listener.security.protocol.map"), controller_names)
         voters = _parse_voters(props.get("controller.quorum.voters", ""))
+        bootstrap = _parse_bootstrap_servers(props.get("controller.quorum.bootstrap.servers", ""))
         dirs_text = props.get("log.dirs") or props.get("log.dir") or "/tmp/kafka-logs"
         log_dirs = tuple(d.strip() for d in dirs_text.split(",") if d.strip())
         if not log_dirs:
@@ -171,6 +180,7 @@ class ServerConfig:
             security_protocol_map=MappingProxyType(protocol_map),
             inter_broker_listener_name=inter_broker,
             quorum_voters=voters,
+            quorum_bootstrap_servers=bootstrap,
             log_dirs=log_dirs,
             metadata_log_dir=metadata_dir,
             software=software,
@@ -196,12 +206,13 @@ class ServerConfig:
         voter_ids = set(self.voter_ids)
         voters = "{" + ", ".join(str(v) for v in sorted(voter_ids)) + "}"
         cln = "controller.listener.names"
-        if not voter_ids:
-            raise _E("If using process.roles, controller.quorum.voters must contain a parseable set of "
-                     "voters.")
+        if not voter_ids and not self.quorum_bootstrap_servers:
+            raise _E("If using process.roles, either controller.quorum.bootstrap.servers must contain the "
+                     "set of bootstrap controllers or controller.quorum.voters must contain a parseable set "
+                     "of controllers.")
         listener_names = {e.listener for e in self.listeners}
         if self.is_controller:
-            if self.node_id not in voter_ids:
+            if voter_ids and self.node_id not in voter_ids:
                 raise _E(f"If process.roles contains the 'controller' role, the node id {self.node_id} "
                          f"must be included in the set of voters controller.quorum.voters={voters}")
             if not self.controller_listeners:
@@ -346,6 +357,27 @@ def _parse_protocol_map(text: str | None, controller_names: tuple[str, ...]) -> 
         for name in controller_names:
             result.setdefault(name, "PLAINTEXT")
     return result
+
+
+def _parse_bootstrap_servers(text: str) -> tuple[tuple[str, int], ...]:
+    """``host:port,...`` with the checks and texts of Kafka's ``QuorumConfig.parseBootstrapServers``."""
+    out: list[tuple[str, int]] = []
+    name = "controller.quorum.bootstrap.servers"
+    for entry in (p.strip() for p in text.split(",")):
+        if not entry:
+            continue
+        host, colon, port_text = entry.rpartition(":")
+        host = host.strip("[]")
+        if not colon or not host:
+            raise ConfigError(f"Failed to parse host name from {entry} for the configuration {name}. Each "
+                              'entry should be in the form "{host}:{port}"')
+        try:
+            port = int(port_text)
+        except ValueError:
+            raise ConfigError(f"Failed to parse host port from {entry} for the configuration {name}. Each "
+                              'entry should be in the form "{host}:{port}"') from None
+        out.append((host, port))
+    return tuple(out)
 
 
 def _parse_voters(text: str) -> tuple[Voter, ...]:

@@ -164,26 +164,26 @@ class Node:
                 raise NodeError(str(exc)) from None
             self._locks.append(lock)
         raft_log, state_store = open_metadata_log(self.metadata_dir, config.voter_ids)
+        listener = config.controller_listener_names[0] if config.controller_listener_names else None
+        meta = read_meta_properties(self.metadata_dir / "meta.properties")
+        supported = config.software.supported_features().get("kraft.version")
+        kraft_range = (supported.min, supported.max) if supported is not None else (0, 0)
         raft_config = RaftConfig(
             node_id=config.node_id, voters=config.voter_ids, cluster_id=self.cluster_id,
             election_timeout_ms=config.election_timeout_ms, fetch_timeout_ms=config.fetch_timeout_ms,
             election_backoff_max_ms=config.election_backoff_max_ms,
             request_timeout_ms=config.quorum_request_timeout_ms, retry_backoff_ms=config.retry_backoff_ms,
-            voter_endpoints=tuple(
-                VoterEndpoint(v.node_id, config.controller_listener_names[0], v.host, v.port)
-                for v in config.quorum_voters if config.controller_listener_names),
+            voter_endpoints=tuple(VoterEndpoint(v.node_id, listener, v.host, v.port)
+                                  for v in config.quorum_voters if listener is not None),
+            bootstrap_servers=config.quorum_bootstrap_servers, directory_id=meta.directory_id,
+            listener_name=listener, kraft_version_range=kraft_range,
         )
         raft_node = RaftNode(raft_config, raft_log, state_store, now_ms=wall_clock_ms(), seed=self.seed)
         if config.is_controller:
-            self.controller = self._make_controller()
+            self.controller = self._make_controller(raft_node.voters)
         if config.is_broker:
             self.broker = self._make_broker()
-        role = "broker" if config.is_broker else "controller"
-        self._controller_clients = {
-            v.node_id: ReconnectingClient(v.host, v.port, client_id=f"{role}-{config.node_id}")
-            for v in config.quorum_voters if v.node_id != config.node_id}
-        peers = {v.node_id: (v.host, v.port) for v in config.quorum_voters}
-        self.raft = RaftHost(raft_node, peers, on_committed=self._on_committed,
+        self.raft = RaftHost(raft_node, on_committed=self._on_committed,
                              client_id=f"raft-client-{config.node_id}",
                              request_timeout_ms=config.quorum_request_timeout_ms,
                              rng=random.Random(self.seed))
@@ -215,10 +215,16 @@ class Node:
 
     async def _controller_request(self, api_key: int, version: int, body: codec.Value) -> codec.Value:
         """Send a request to the active controller (as raft knows it) over the controller listener."""
-        leader = self.raft.node.leader_id if self.raft is not None else None
-        client = self._controller_clients.get(leader) if leader is not None else None
-        if client is None:
+        raft = self.raft
+        leader = raft.node.leader_id if raft is not None else None
+        address = raft.node.address_of(leader) if raft is not None and leader is not None else None
+        if leader is None or address is None:
             raise NetworkError("no active controller known")
+        client = self._controller_clients.get(leader)
+        if client is None or (client.host, client.port) != address:
+            role = "broker" if self.config.is_broker else "controller"
+            client = ReconnectingClient(address[0], address[1], client_id=f"{role}-{self.config.node_id}")
+            self._controller_clients[leader] = client
         return await client.request(api_key, version, body, timeout_s=10)
 
     async def _broker_loop(self) -> None:
@@ -258,7 +264,7 @@ class Node:
         tmp.write_text(json.dumps(info) + "\n")
         tmp.replace(path)
 
-    def _make_controller(self) -> QuorumController:
+    def _make_controller(self, voters: tuple[int, ...]) -> QuorumController:
         bootstrap_path = self.metadata_dir / BOOTSTRAP_FILE
         records: list[Any] = []
         if bootstrap_path.exists():
@@ -266,7 +272,7 @@ class Node:
         listeners = [ImageEndpoint(e.listener, e.connect_host(), e.port, 0)
                      for e in self.config.controller_listeners]
         return QuorumController(
-            self.config.node_id, self.cluster_id, self.config.software, self.config.voter_ids, records,
+            self.config.node_id, self.cluster_id, self.config.software, voters, records,
             bootstrap_source=f"the binary bootstrap metadata file: {bootstrap_path}",
             session_timeout_ms=self.config.broker_session_timeout_ms, listeners=listeners,
             api_versions=self._controller_apis,
@@ -448,6 +454,9 @@ class Node:
         if raft is None:
             return
         node = raft.node
+        if self.controller is not None:
+            # the voter set of a dynamic quorum changes with AddRaftVoter / RemoveRaftVoter
+            self.controller.voters = node.voters
         epoch = self._leader_watch.observe(
             self.controller, self.broker, leader_id=node.leader_id, epoch=node.epoch,
             is_leader=node.is_leader, high_watermark=node.high_watermark,
