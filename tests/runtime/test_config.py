@@ -99,3 +99,15 @@ def test_invalid_configs(base: dict[str, str], change: dict[str, str | None], me
 def test_unreadable_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="Unable to read"):
         ServerConfig.load(tmp_path / "missing.properties")
+
+
+def test_unlimited_metadata_retention_keeps_the_log() -> None:
+    """Kafka keeps metadata log segments for metadata.max.retention.*; kraftwerk cleans behind each
+    snapshot unless both are -1 (unlimited)."""
+    assert not ServerConfig.from_properties(CONTROLLER).metadata_log_retained
+    both = {"metadata.max.retention.ms": "-1", "metadata.max.retention.bytes": "-1"}
+    assert ServerConfig.from_properties(dict(CONTROLLER, **both)).metadata_log_retained
+    one = dict(CONTROLLER, **{"metadata.max.retention.ms": "-1"})
+    assert not ServerConfig.from_properties(one).metadata_log_retained
+    with pytest.raises(ConfigError, match=r"metadata\.max\.retention\.bytes: Not a number of type LONG"):
+        ServerConfig.from_properties(dict(CONTROLLER, **{"metadata.max.retention.bytes": "lots"}))

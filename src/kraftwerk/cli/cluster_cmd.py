@@ -1,5 +1,5 @@
 """``kraftwerk cluster up|status|roll|down|add-controller|remove-controller``: a local cluster of
-real node processes on loopback.
+real node processes on loopback (``cluster rehearse`` lives in :mod:`kraftwerk.cli.rehearse_cmd`).
 
 ``up`` formats every node (the storage layer's ``format_node``, what ``kraftwerk storage format``
 runs; a dynamic quorum unless ``--static-quorum``), picks free ports, starts the processes detached
@@ -92,6 +92,9 @@ def register(groups: Any) -> None:
                         help="its metadata directory id (default: read from its meta.properties)")
     add_output_flag(remove)
     remove.set_defaults(func=_remove_controller)
+    from kraftwerk.cli.rehearse_cmd import register_command
+
+    register_command(commands)
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -124,7 +127,7 @@ def _up(args: argparse.Namespace) -> int:
         format_cluster(cluster, args.release_version)
         cluster.save()
         restarted = False
-    fenced = _start_all(cluster, args.timeout)
+    fenced = cluster.start_all(args.timeout)
     elapsed = time.monotonic() - started
     if fenced:
         for node_id, reason in sorted(fenced.items()):
@@ -172,28 +175,6 @@ def _check_restart_flags(args: argparse.Namespace, cluster: Any) -> None:
         raise NodeError(f"{cluster.root} already holds cluster {cluster.cluster_id}: `cluster up` starts it "
                         f"again as it is and cannot apply {', '.join(changes)} (use `kraftwerk cluster roll` "
                         "to change software, or another --dir for a new cluster)")
-
-
-def _start_all(cluster: Any, timeout_s: float) -> dict[int, str]:
-    """Start every node that is not running (controllers first), wait until each is ready or
-    fenced; returns the fenced ones. A failure stops what this call started."""
-    from kraftwerk.runtime.local_cluster import pid_alive
-
-    stopped = [n for n in cluster.nodes if n.pid is None or not pid_alive(n.pid)]
-    try:
-        controllers = [n for n in stopped if n.is_controller]
-        for node in controllers:
-            cluster.start(node)
-        fenced: dict[int, str] = cluster.wait_ready(controllers, timeout_s)
-        brokers = [n for n in stopped if not n.is_controller]
-        for node in brokers:
-            cluster.start(node)
-        fenced.update(cluster.wait_ready(cluster.brokers, timeout_s))
-        cluster.wait_brokers_visible([b for b in cluster.brokers if b.node_id not in fenced], timeout_s)
-    except BaseException:
-        cluster.stop(stopped, grace_s=5)
-        raise
-    return fenced
 
 
 def _check_software(version: str) -> None:

@@ -127,7 +127,8 @@ class RaftConfig:
     #: ``controller.quorum.append.linger.ms``: how long the leader lets appends gather before it
     #: flushes (they count toward the high watermark only after the flush).
     append_linger_ms: int = 25
-    #: Delete log batches below the latest snapshot once one exists (log cleaning).
+    #: Delete log batches below the latest snapshot once one exists (log cleaning); the runtime
+    #: keeps them when the metadata log's retention is unlimited (``metadata.max.retention.*`` -1).
     clean_log_behind_snapshot: bool = True
     #: The voters' endpoints, written into the VotersRecord of a kraft.version 0 -> 1 upgrade.
     voter_endpoints: tuple[VoterEndpoint, ...] = ()

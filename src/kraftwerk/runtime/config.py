@@ -78,6 +78,9 @@ class ServerConfig:
     quorum_request_timeout_ms: int = 2000
     retry_backoff_ms: int = 20
     socket_request_max_bytes: int = 104_857_600
+    #: ``metadata.max.retention.ms`` and ``metadata.max.retention.bytes`` both -1 (Kafka's
+    #: unlimited retention): the metadata log keeps every segment behind its snapshots
+    metadata_log_retained: bool = False
     unstable_feature_versions_enable: bool = False
     log_file: str | None = None
     raw: Mapping[str, str] = field(default_factory=dict)
@@ -194,6 +197,8 @@ class ServerConfig:
             quorum_request_timeout_ms=_int(props, "controller.quorum.request.timeout.ms", 2000, minimum=1),
             retry_backoff_ms=_int(props, "controller.quorum.retry.backoff.ms", 20, minimum=0),
             socket_request_max_bytes=_int(props, "socket.request.max.bytes", 104_857_600, minimum=1),
+            metadata_log_retained=(_long(props, "metadata.max.retention.ms", 604_800_000),
+                                   _long(props, "metadata.max.retention.bytes", 104_857_600)) == (-1, -1),
             unstable_feature_versions_enable=unstable,
             log_file=props.get(LOG_FILE_CONFIG) or None,
             raw=MappingProxyType(dict(props)),
@@ -286,6 +291,20 @@ def _int(props: Mapping[str, str], name: str, default: int | None, *, minimum: i
         raise ConfigError(f"Invalid value {text} for configuration {name}: Not a number of type INT")
     if minimum is not None and value < minimum:
         raise ConfigError(f"Invalid value {value} for configuration {name}: Value must be at least {minimum}")
+    return value
+
+
+def _long(props: Mapping[str, str], name: str, default: int) -> int:
+    text = props.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConfigError(f"Invalid value {text} for configuration {name}: Not a number of type "
+                          "LONG") from None
+    if not -(2**63) <= value < 2**63:
+        raise ConfigError(f"Invalid value {text} for configuration {name}: Not a number of type LONG")
     return value
 
 

@@ -190,6 +190,25 @@ class LocalCluster:
         self.save()
         return proc.pid
 
+    def start_all(self, timeout_s: float = 60.0) -> dict[int, str]:
+        """Start every node that is not running (controllers first) and wait until each is ready
+        or fenced; returns the fenced ones (id → reason). A failure stops what this call started."""
+        stopped = [n for n in self.nodes if n.pid is None or not pid_alive(n.pid)]
+        try:
+            controllers = [n for n in stopped if n.is_controller]
+            for node in controllers:
+                self.start(node)
+            fenced = self.wait_ready(controllers, timeout_s)
+            for node in stopped:
+                if not node.is_controller:
+                    self.start(node)
+            fenced.update(self.wait_ready(self.brokers, timeout_s))
+            self.wait_brokers_visible([b for b in self.brokers if b.node_id not in fenced], timeout_s)
+        except BaseException:
+            self.stop(stopped, grace_s=5)
+            raise
+        return fenced
+
     def ready_info(self, node: LocalNode) -> dict[str, Any] | None:
         """The node's ready file, if it names the node's current pid."""
         try:

@@ -177,6 +177,7 @@ class Node:
                                   for v in config.quorum_voters if listener is not None),
             bootstrap_servers=config.quorum_bootstrap_servers, directory_id=meta.directory_id,
             listener_name=listener, kraft_version_range=kraft_range,
+            clean_log_behind_snapshot=not config.metadata_log_retained,
         )
         raft_node = RaftNode(raft_config, raft_log, state_store, now_ms=wall_clock_ms(), seed=self.seed)
         if config.is_controller:

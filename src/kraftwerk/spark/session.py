@@ -102,10 +102,12 @@ def build_session(master: str | None = DEFAULT_MASTER, *, ui: bool = False,
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``kafka-log`` data source with a session."""
+    """Register the ``kafka-log`` and ``kafka-metadata`` data sources with a session."""
+    from kraftwerk.spark.metadata_source import KafkaMetadataDataSource
     from kraftwerk.spark.source import KafkaLogDataSource
 
     spark.dataSource.register(KafkaLogDataSource)
+    spark.dataSource.register(KafkaMetadataDataSource)
 
 
 @contextlib.contextmanager
