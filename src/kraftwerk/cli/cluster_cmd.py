@@ -22,11 +22,14 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.protocol.json_form import uuid_to_str
+
+if TYPE_CHECKING:
+    from kraftwerk.runtime.local_cluster import LocalCluster
 
 
 def register(groups: Any) -> None:
@@ -154,7 +157,7 @@ def _up(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_restart_flags(args: argparse.Namespace, cluster: Any) -> None:
+def _check_restart_flags(args: argparse.Namespace, cluster: LocalCluster) -> None:
     """A second ``up`` brings the same cluster back: flags that would change it are refused."""
     from kraftwerk.runtime.errors import NodeError
 

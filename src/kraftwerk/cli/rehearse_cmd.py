@@ -269,7 +269,7 @@ def _run(story: Story, cluster: LocalCluster, args: argparse.Namespace, old: Sof
     timeout = args.timeout
     quorum = "static" if cluster.static_quorum else "dynamic"
     step = story.step(f"A cluster formatted at {old_mv} on Kafka {old.release} software ({quorum} quorum)")
-    with waiting(f"Starting {len(cluster.nodes)} nodes", len(cluster.nodes)):
+    with waiting(f"Starting {len(cluster.nodes)} nodes"):
         fenced = cluster.start_all(timeout)
     if fenced:
         raise RehearsalError(f"nodes {sorted(fenced)} stayed fenced: {fenced}")

@@ -330,7 +330,9 @@ class RaftNode:
                 self._maybe_send_fetch(now_ms)
         elif role is Role.UNATTACHED:
             if self.is_voter:
-                if self._election_deadline is not None and now_ms >= self._election_deadline:
+                if self._election_deadline is None:  # an observer the voter set just took in
+                    self._election_deadline = now_ms + self._randomized_election_timeout()
+                elif now_ms >= self._election_deadline:
                     self._become_prospective(now_ms, 0)
             else:
                 self._maybe_discover(now_ms)
@@ -1192,14 +1194,13 @@ class RaftNode:
             return
         start = self.log.start_offset
         snap = self.log.latest_snapshot()
-        if (
-            start > 0
-            and snap is not None
-            and (
-                fetch_offset < start
-                or (fetch_offset == start and last_epoch != self._snapshot_epoch_at(start))
-            )
-        ):
+        behind_start = start > 0 and (
+            fetch_offset < start or (fetch_offset == start and last_epoch != self._snapshot_epoch_at(start))
+        )
+        # Kafka: a replica with an empty log starts from the latest snapshot (not the bootstrap one)
+        # even where the log behind it was kept, rather than replaying every record from offset 0
+        empty_replica = fetch_offset == 0 and snap is not None and snap.end_offset > 0
+        if snap is not None and (behind_start or empty_replica):
             self._respond(source, API_FETCH, version, corr, self._fetch_body(snapshot=snap))
             return
         if fetch_offset > 0 or last_epoch > 0:
