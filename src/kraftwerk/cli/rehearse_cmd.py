@@ -159,15 +159,15 @@ def _update(admin: AdminClient, updates: dict[str, FeatureUpdate], op: str, dry_
     return lines, failures == 0
 
 
-def _say_results(story: Story, lines: list[str]) -> None:
+def _say_results(story: Story, lines: list[str], indent: str = "   ") -> None:
     """UpdateFeatures result lines; a refusal Kafka repeats for every feature is said once."""
     failed = [line for line in lines if line.startswith(("Can not ", "Could not "))]
     reasons = {line.split(". ", 1)[1] for line in failed}
     if len(lines) > 1 and len(failed) == len(lines) and len(reasons) == 1:
-        story.say(f"   UpdateFeatures refuses all {len(lines)} features: {reasons.pop()}")
+        story.say(f"{indent}UpdateFeatures refuses all {len(lines)} features: {reasons.pop()}")
         return
     for line in lines:
-        story.say(f"   {line}")
+        story.say(f"{indent}{line}")
 
 
 def _blockers(cluster: LocalCluster, target: MetadataVersion) -> list[dict[str, Any]]:
@@ -191,8 +191,9 @@ def _history(story: Story, cluster: LocalCluster, master: str, spark_log: Path |
     with waiting(f"Spark ({master}): reading {len(dirs)} metadata logs"), \
             quiet_session(master, spark_log) as spark:
         records = read_metadata(spark, dirs).cache()
-        counts = records.groupBy("file_kind").count().collect()
-        errors = records.where("error is not null").count()
+        from pyspark.sql import functions as F
+
+        total, errors = records.agg(F.count("*"), F.count("error")).first() or (0, 0)
         rows = [r.asDict() for r in feature_history(records).collect()]
     by_node: dict[int, list[tuple[Any, ...]]] = {}
     for r in rows:
@@ -207,7 +208,6 @@ def _history(story: Story, cluster: LocalCluster, master: str, spark_log: Path |
                 "time": r["append_time"].astimezone(UTC).isoformat(timespec="milliseconds"),
                 "feature": r["feature"], "from": r["from_level"], "to": r["to_level"]}
                for r in rows if r["node_id"] == first]
-    total = sum(c["count"] for c in counts)
     story.say(f"   {total} records in {len(dirs)} nodes' logs and snapshots; the history, identical on all "
               f"{len(by_node)} nodes:")
     story.say(f"     {'OFFSET':>6}  {'TIME (UTC)':<23}  {'FEATURE':<33} {'FROM':<14} TO")
@@ -313,7 +313,7 @@ def _run(story: Story, cluster: LocalCluster, args: argparse.Namespace, old: Sof
         step.update(blockers=blockers, dryRun=lines, wouldSucceed=ok, metadataChanged=changed,
                     imageOffset=image.provenance.last_offset, lossesAtTarget=list(losses))
         story.say(f"   blocked: {len(blockers)} node(s); UpdateFeatures (validate only) says:")
-        _say_results(story, lines)
+        _say_results(story, lines, "     ")
         story.say(f"   the image (offset {image.provenance.last_offset}) written at {new_mv}: "
                   + ("lossless" if not losses else "loses " + "; ".join(losses)))
         story.say(f"   {old_mv} -> {new_mv} changes the metadata format: " + (
