@@ -48,15 +48,16 @@ def jvm_output_to(log_file: Path | None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def quiet_session(master: str | None = DEFAULT_MASTER,
-                  log_file: Path | None = None) -> Iterator[SparkSession]:
-    """A session for one command run, Spark's output in ``log_file`` (None: on the terminal); a
-    session that was already active is reused and left running."""
+def quiet_session(master: str | None = DEFAULT_MASTER, log_file: Path | None = None,
+                  extra: dict[str, str] | None = None) -> Iterator[SparkSession]:
+    """A session for one command run (``extra`` settings over the pipeline's), Spark's output in
+    ``log_file`` (None: on the terminal); a session that was already active is reused and left
+    running."""
     from pyspark.sql import SparkSession
 
     existing = SparkSession.getActiveSession()
     with jvm_output_to(None if existing is not None else log_file):
-        spark = build_session(master)
+        spark = build_session(master, extra=extra)
     try:
         yield spark
     finally:
