@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from kraftwerk.controller.hosting import LeaderWatch, activate, timer_records
 from tests.controller.harness import Log, controller
 
@@ -60,3 +64,18 @@ def test_activation_bootstraps_an_empty_log_then_idle_noops() -> None:
     noop = timer_records(ctl, 600, 0, 500)
     assert [r.spec.name for r in noop] == ["NoOpRecord"]
     assert timer_records(ctl, 600, 0, 0) == []  # metadata.max.idle.interval.ms=0 disables it
+
+
+def test_a_restarted_former_leader_is_not_active_until_it_wins_again(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # Raft restarts Resigned from a quorum-state that names this node as leader of epoch 3: the
+    # controller must neither become active nor claim (in the one log an operator reads after a
+    # failover) that it is the active controller of an empty log.
+    log = Log()
+    ctl = controller()
+    log.join(ctl)
+    with caplog.at_level(logging.INFO):
+        assert _observe(LeaderWatch(), ctl, None, leader_id=ctl.node_id, epoch=3, is_leader=False) is None
+    assert not ctl.is_active and ctl.leader_id is None
+    assert "Becoming the active controller" not in caplog.text
+    assert "appears to be empty" not in caplog.text

@@ -24,8 +24,19 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kraftwerk.cli.args import (
+    directory_id,
+    input_dir,
+    node_software_version,
+    non_negative_float,
+    non_negative_int,
+    output_dir,
+    positive_float,
+    positive_int,
+    release_version,
+    software_version,
+)
 from kraftwerk.cli.output import add_output_flag, print_json
-from kraftwerk.errors import KraftwerkError
 from kraftwerk.protocol.json_form import uuid_to_str
 
 if TYPE_CHECKING:
@@ -36,20 +47,22 @@ def register(groups: Any) -> None:
     parser = groups.add_parser("cluster", help="run a local cluster of real processes on loopback")
     commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
     up = commands.add_parser("up", help="format and start a local cluster")
-    up.add_argument("--dir", required=True, type=Path, help="the cluster's directory")
-    up.add_argument("--controllers", type=int, help="number of controllers (default 3)")
-    up.add_argument("--brokers", type=int, help="number of brokers (default 3)")
-    up.add_argument("--release-version", "-r",
+    up.add_argument("--dir", required=True, type=output_dir, help="the cluster's directory")
+    up.add_argument("--controllers", type=positive_int, help="number of controllers (default 3)")
+    up.add_argument("--brokers", type=non_negative_int, help="number of brokers (default 3)")
+    up.add_argument("--release-version", "-r", type=release_version,
                     help="metadata.version to format at (default: latest stable)")
     up.add_argument("--static-quorum", action="store_true",
                     help="name the voters in controller.quorum.voters (kraft.version 0) instead of "
                          "formatting the controllers with --initial-controllers (a dynamic quorum, "
                          "kraft.version 1)")
-    up.add_argument("--software-version", help="the Kafka release every node's software acts as "
-                                               "(kraftwerk.software.version; default: this software)")
-    up.add_argument("--node-software-version", action="append", default=[], metavar="ID=VERSION",
-                    help="run node ID on another software version (repeatable)")
-    up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for readiness (default 60)")
+    up.add_argument("--software-version", type=software_version,
+                    help="the Kafka release every node's software acts as (kraftwerk.software.version; "
+                         "default: this software)")
+    up.add_argument("--node-software-version", action="append", type=node_software_version, default=[],
+                    metavar="ID=VERSION", help="run node ID on another software version (repeatable)")
+    up.add_argument("--timeout", type=positive_float, default=60.0,
+                    help="seconds to wait for readiness (default 60)")
     add_output_flag(up)
     up.set_defaults(func=_up)
     roll = commands.add_parser(
@@ -57,41 +70,44 @@ def register(groups: Any) -> None:
         description="Restart nodes one at a time (SIGTERM, wait for the exit, start, wait until ready) with "
                     "kraftwerk.software.version set to --software-version: standby controllers first, then "
                     "the active controller, then brokers, or the --node ids in the order given.")
-    roll.add_argument("--dir", required=True, type=Path)
-    roll.add_argument("--software-version", required=True,
+    roll.add_argument("--dir", required=True, type=input_dir)
+    roll.add_argument("--software-version", required=True, type=software_version,
                       help="the Kafka release the restarted nodes' software acts as "
                            "('latest': this software)")
-    roll.add_argument("--node", type=int, action="append", default=[], metavar="ID",
+    roll.add_argument("--node", type=non_negative_int, action="append", default=[], metavar="ID",
                       help="restart only this node (repeatable; default: every node)")
-    roll.add_argument("--timeout", type=float, default=60.0,
+    roll.add_argument("--timeout", type=positive_float, default=60.0,
                       help="seconds to wait for each node (default 60)")
-    roll.add_argument("--grace", type=float, default=10.0, help="seconds before SIGKILL (default 10)")
+    roll.add_argument("--grace", type=non_negative_float, default=10.0,
+                      help="seconds before SIGKILL (default 10)")
     add_output_flag(roll)
     roll.set_defaults(func=_roll)
     status = commands.add_parser("status", help="show each node, its role, software and finalized features")
-    status.add_argument("--dir", required=True, type=Path)
+    status.add_argument("--dir", required=True, type=input_dir)
     add_output_flag(status)
     status.set_defaults(func=_status)
     down = commands.add_parser("down", help="stop every node (SIGTERM, then SIGKILL)")
-    down.add_argument("--dir", required=True, type=Path)
-    down.add_argument("--grace", type=float, default=10.0, help="seconds before SIGKILL (default 10)")
+    down.add_argument("--dir", required=True, type=input_dir)
+    down.add_argument("--grace", type=non_negative_float, default=10.0,
+                      help="seconds before SIGKILL (default 10)")
     down.set_defaults(func=_down)
     add = commands.add_parser(
         "add-controller", help="start one more controller and add it to the voters (AddRaftVoter)",
         description="Format a new controller with --no-initial-controllers, start it (it catches up as an "
                     "observer), then add it to the KRaft voters with AddRaftVoter, as "
                     "kafka-metadata-quorum.sh add-controller does.")
-    add.add_argument("--dir", required=True, type=Path)
-    add.add_argument("--timeout", type=float, default=60.0, help="seconds to wait (default 60)")
+    add.add_argument("--dir", required=True, type=input_dir)
+    add.add_argument("--timeout", type=positive_float, default=60.0, help="seconds to wait (default 60)")
     add_output_flag(add)
     add.set_defaults(func=_add_controller)
     remove = commands.add_parser(
         "remove-controller", help="remove a controller from the voters (RemoveRaftVoter) and stop it",
         description="Remove a controller from the KRaft voters with RemoveRaftVoter, as "
                     "kafka-metadata-quorum.sh remove-controller does, then stop its process.")
-    remove.add_argument("--dir", required=True, type=Path)
-    remove.add_argument("--controller-id", "-i", type=int, required=True, help="the id of the controller")
-    remove.add_argument("--controller-directory-id", "-d",
+    remove.add_argument("--dir", required=True, type=input_dir)
+    remove.add_argument("--controller-id", "-i", type=non_negative_int, required=True,
+                        help="the id of the controller")
+    remove.add_argument("--controller-directory-id", "-d", type=directory_id,
                         help="its metadata directory id (default: read from its meta.properties)")
     add_output_flag(remove)
     remove.set_defaults(func=_remove_controller)
@@ -104,6 +120,7 @@ def _up(args: argparse.Namespace) -> int:
     from kraftwerk.runtime.errors import NodeError
     from kraftwerk.runtime.local_cluster import STATE_FILE, LocalCluster, format_cluster, plan_cluster
     from kraftwerk.storage.format import random_cluster_id
+    from kraftwerk.versions.metadata_version import MetadataVersion
 
     root: Path = args.dir
     started = time.monotonic()
@@ -112,21 +129,16 @@ def _up(args: argparse.Namespace) -> int:
         _check_restart_flags(args, cluster)
         restarted = True
     else:
-        controllers = 3 if args.controllers is None else args.controllers
-        brokers = 3 if args.brokers is None else args.brokers
-        if brokers < 0:
-            raise NodeError("--brokers must be at least 0")
+        if args.release_version is not None:  # refused before anything is written, as format would
+            MetadataVersion.from_version_string(args.release_version)
+        software = None if args.software_version == "latest" else args.software_version
+        cluster = plan_cluster(root.resolve(), random_cluster_id(),
+                               3 if args.controllers is None else args.controllers,
+                               3 if args.brokers is None else args.brokers,
+                               software_version=software, static_quorum=args.static_quorum)
+        for node_id, version in args.node_software_version:
+            cluster.node(node_id).software_version = None if version == "latest" else version
         root.mkdir(parents=True, exist_ok=True)
-        if args.software_version is not None:
-            _check_software(args.software_version)
-        cluster = plan_cluster(root.resolve(), random_cluster_id(), controllers, brokers,
-                               software_version=args.software_version, static_quorum=args.static_quorum)
-        for item in args.node_software_version:
-            node_id, sep, version = item.partition("=")
-            if not sep or not node_id.strip().isdigit():
-                raise NodeError(f"Invalid --node-software-version {item!r}: expected ID=VERSION")
-            _check_software(version.strip())
-            cluster.node(int(node_id)).software_version = version.strip()
         format_cluster(cluster, args.release_version)
         cluster.save()
         restarted = False
@@ -180,18 +192,6 @@ def _check_restart_flags(args: argparse.Namespace, cluster: LocalCluster) -> Non
                         "to change software, or another --dir for a new cluster)")
 
 
-def _check_software(version: str) -> None:
-    from kraftwerk.runtime.errors import NodeError
-    from kraftwerk.versions.software import SoftwareVersion
-
-    if version == "latest":
-        return
-    try:
-        SoftwareVersion.for_release(version)
-    except (KraftwerkError, ValueError) as exc:
-        raise NodeError(f"Invalid software version {version!r}: {exc}") from None
-
-
 def _status(args: argparse.Namespace) -> int:
     from kraftwerk.runtime.local_cluster import LocalCluster, api_versions, pid_alive
 
@@ -229,8 +229,6 @@ def _roll(args: argparse.Namespace) -> int:
     from kraftwerk.runtime.local_cluster import LocalCluster, LocalNode
 
     software = None if args.software_version == "latest" else args.software_version
-    if software is not None:
-        _check_software(software)
     cluster = LocalCluster.load(args.dir)
     restarted: list[dict[str, Any]] = []
 
@@ -251,9 +249,10 @@ def _down(args: argparse.Namespace) -> int:
     from kraftwerk.runtime.local_cluster import LocalCluster
 
     cluster = LocalCluster.load(args.dir)
-    # Brokers first, so they can shut down while a controller still answers.
-    order = cluster.brokers + [n for n in cluster.nodes if not n.is_broker]
-    killed = cluster.stop(order, grace_s=args.grace)
+    # Brokers first, and only then the controllers: a broker's controlled shutdown is a heartbeat
+    # that the active controller answers (Kafka's shouldShutDown), so the quorum must outlive it.
+    killed = cluster.stop(cluster.brokers, grace_s=args.grace)
+    killed += cluster.stop([n for n in cluster.nodes if not n.is_broker], grace_s=args.grace)
     print(f"Stopped {len(cluster.nodes)} node(s) in {args.dir}"
           + (f"; killed after {args.grace:g}s: {', '.join(map(str, killed))}" if killed else ""))
     return 0
@@ -267,8 +266,8 @@ def _add_controller(args: argparse.Namespace) -> int:
         HOST,
         LocalCluster,
         add_controller_node,
-        directory_id,
         free_ports,
+        metadata_directory_id,
     )
     from kraftwerk.storage.format import random_uuid
 
@@ -281,7 +280,7 @@ def _add_controller(args: argparse.Namespace) -> int:
         node = add_controller_node(cluster)
         cluster.start(node)
         cluster.wait_ready([node], args.timeout)
-        node_id, port, dir_id = node.node_id, node.port, directory_id(cluster, node)
+        node_id, port, dir_id = node.node_id, node.port, metadata_directory_id(cluster, node)
     endpoints = [(CONTROLLER_LISTENER, HOST, port)]
     with AdminClient(cluster.bootstrap_controllers, controllers=True, api_timeout_s=args.timeout) as admin:
         result = admin.add_raft_voter(node_id, dir_id, endpoints, timeout_ms=int(args.timeout * 1000))
@@ -299,7 +298,7 @@ def _remove_controller(args: argparse.Namespace) -> int:
     from kraftwerk.protocol.json_form import uuid_from_str
     from kraftwerk.runtime.admin_client import AdminClient
     from kraftwerk.runtime.errors import NodeError
-    from kraftwerk.runtime.local_cluster import LocalCluster, directory_id
+    from kraftwerk.runtime.local_cluster import LocalCluster, metadata_directory_id
 
     cluster = LocalCluster.load(args.dir)
     node = cluster.node(args.controller_id)
@@ -311,7 +310,7 @@ def _remove_controller(args: argparse.Namespace) -> int:
         except Exception:  # the codec's error type is an implementation detail
             raise NodeError(f"Invalid directory id {args.controller_directory_id!r}") from None
     else:
-        dir_id = directory_id(cluster, node)
+        dir_id = metadata_directory_id(cluster, node)
     with AdminClient(cluster.bootstrap_controllers, controllers=True) as admin:
         result = admin.remove_raft_voter(node.node_id, dir_id)
     if not result.ok:

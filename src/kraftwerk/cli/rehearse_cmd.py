@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kraftwerk.cli.args import output_dir, positive_float, positive_int, software_version, spark_master
 from kraftwerk.cli.features_cmd import level_to_string, release_version_updates, result_lines
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.errors import KraftwerkError
@@ -54,18 +55,20 @@ def register_command(commands: Any) -> None:
                     "newest software, check and run the online metadata.version upgrade, check that every "
                     "node converged, try a downgrade, then read every node's metadata log with Spark and "
                     "print the feature-level history.")
-    p.add_argument("--dir", required=True, type=Path,
+    p.add_argument("--dir", required=True, type=output_dir,
                    help="a directory for the new cluster (must not hold one)")
-    p.add_argument("--from-release", default="3.9",
+    p.add_argument("--from-release", type=software_version, default="3.9",
                    help="the release to format at and start on (default 3.9)")
-    p.add_argument("--to-release", default=None,
+    p.add_argument("--to-release", type=software_version, default="latest",
                    help="the release to roll and upgrade to (default: this software, "
                         f"{SoftwareVersion.latest().release})")
-    p.add_argument("--controllers", type=int, default=3, help="number of controllers (default 3)")
-    p.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
-    p.add_argument("--master", default="local[*]", help="Spark master for the history job (default local[*])")
+    p.add_argument("--controllers", type=positive_int, default=3, help="number of controllers (default 3)")
+    p.add_argument("--brokers", type=positive_int, default=3, help="number of brokers (default 3)")
+    p.add_argument("--master", type=spark_master, default="local[*]",
+                   help="Spark master for the history job (default local[*])")
     p.add_argument("--keep", action="store_true", help="leave the cluster running at the end")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each step (default 60)")
+    p.add_argument("--timeout", type=positive_float, default=60.0,
+                   help="seconds to wait for each step (default 60)")
     p.add_argument("--verbose", action="store_true", help="let Spark print its own log on the terminal")
     add_output_flag(p)
     p.set_defaults(func=_rehearse)
@@ -226,8 +229,8 @@ def _rehearse(args: argparse.Namespace) -> int:
         raise RehearsalError(f"{root} already holds a cluster; rehearse formats a new one (remove it, or "
                              "choose another --dir)")
     try:
-        old = SoftwareVersion.for_release(args.from_release)
-        new = SoftwareVersion.for_release(args.to_release) if args.to_release else SoftwareVersion.latest()
+        old, new = (SoftwareVersion.latest() if release == "latest" else SoftwareVersion.for_release(release)
+                    for release in (args.from_release, args.to_release))
         old_mv = old.latest_production
         new_mv = new.latest_production
     except KraftwerkError as exc:

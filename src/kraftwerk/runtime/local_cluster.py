@@ -112,8 +112,12 @@ class LocalCluster:
                             "first") from None
         except (OSError, ValueError) as exc:
             raise NodeError(f"Unable to read {path}: {exc}") from None
-        return cls(root, state["clusterId"], [LocalNode(**n) for n in state["nodes"]],
-                   bool(state.get("staticQuorum", True)))
+        try:
+            return cls(root, str(state["clusterId"]), [LocalNode(**n) for n in state["nodes"]],
+                       bool(state.get("staticQuorum", True)))
+        except (KeyError, TypeError) as exc:
+            raise NodeError(f"Unable to read {path}: not a cluster state written by `kraftwerk cluster up` "
+                            f"({type(exc).__name__}: {exc})") from None
 
     # --- layout -----------------------------------------------------------------------------
 
@@ -427,7 +431,7 @@ def add_controller_node(cluster: LocalCluster, software_version: str | None = No
     return node
 
 
-def directory_id(cluster: LocalCluster, node: LocalNode) -> uuid.UUID:
+def metadata_directory_id(cluster: LocalCluster, node: LocalNode) -> uuid.UUID:
     """The ``directory.id`` of a node's metadata dir (its voter key with the node id)."""
     from kraftwerk.storage.properties import read_meta_properties
 
