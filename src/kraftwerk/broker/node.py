@@ -61,9 +61,14 @@ from kraftwerk.versions.software import SoftwareVersion
 
 log = logging.getLogger(__name__)
 
-BROKER_API_KEYS = (METADATA, API_VERSIONS, DESCRIBE_CONFIGS, UPDATE_FEATURES, DESCRIBE_CLUSTER)
-"""What :meth:`BrokerNode.handle_request` answers (UpdateFeatures by forwarding)."""
-FORWARDED_API_KEYS = frozenset({UPDATE_FEATURES})
+DATA_PLANE_API_KEYS = (0, 1, 2, 22, 23)
+"""Produce, Fetch, ListOffsets, InitProducerId, OffsetForLeaderEpoch: the runtime's data plane."""
+CREATE_TOPICS = 19
+BROKER_API_KEYS = (METADATA, API_VERSIONS, DESCRIBE_CONFIGS, UPDATE_FEATURES, DESCRIBE_CLUSTER, CREATE_TOPICS,
+                   *DATA_PLANE_API_KEYS)
+"""What a broker serves: :meth:`BrokerNode.handle_request` (UpdateFeatures and CreateTopics by
+forwarding) and the data plane."""
+FORWARDED_API_KEYS = frozenset({UPDATE_FEATURES, CREATE_TOPICS})
 
 
 class BrokerState(enum.Enum):

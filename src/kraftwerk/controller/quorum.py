@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kraftwerk.controller import features as fc
+from kraftwerk.controller import partitions as pc
 from kraftwerk.controller.common import (
     ImageReplayer,
     api_versions_body,
@@ -67,6 +68,8 @@ BROKER_HEARTBEAT = 63
 UNREGISTER_BROKER = 64
 CONTROLLER_REGISTRATION = 70
 DESCRIBE_QUORUM = 55
+CREATE_TOPICS = 19
+ALTER_PARTITION = 56
 
 RAFT_API_KEYS = (1, 52, 53, 54, 55, 59, 80, 81)
 """Fetch, Vote, BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum, FetchSnapshot, AddRaftVoter,
@@ -80,6 +83,8 @@ CONTROLLER_API_KEYS = (
     BROKER_HEARTBEAT,
     UNREGISTER_BROKER,
     CONTROLLER_REGISTRATION,
+    CREATE_TOPICS,
+    ALTER_PARTITION,
 )
 """The controller RPCs :meth:`QuorumController.handle_request` answers."""
 
@@ -386,6 +391,7 @@ class QuorumController:
                     broker_id,
                 )
                 out.append(self._fence_record(broker, in_controlled_shutdown=False))
+                out.extend(pc.on_broker_fenced(self.image, self._mv(), broker_id))
                 self._fencing.add(broker_id)
         out.extend(self._self_registration())
         return out
@@ -467,6 +473,8 @@ class QuorumController:
                 return self._register_controller(body)
             if api_key == UNREGISTER_BROKER:
                 return self._unregister_broker(body)
+            if api_key in (CREATE_TOPICS, ALTER_PARTITION):
+                return self._partition_request(api_key, version, body)
         except ApiError as err:
             return Respond(error_body(api_key, version, err.error, err.text, body))
         return Respond(error_body(api_key, version, Errors.UNSUPPORTED_VERSION, None, body))
@@ -829,12 +837,14 @@ class QuorumController:
             # (Kafka's SHUTDOWN_NOW when the broker leads nothing): fence it and let it go.
             if not fenced:
                 records.append(self._fence_record(broker, in_controlled_shutdown=True))
+                records.extend(pc.on_broker_fenced(self.image, self._mv(), broker_id))
                 self._fencing.add(broker_id)
             fenced = True
             should_shutdown = True
         elif want_fence:
             if not fenced:
                 records.append(self._fence_record(broker, in_controlled_shutdown=False))
+                records.extend(pc.on_broker_fenced(self.image, self._mv(), broker_id))
                 self._fencing.add(broker_id)
             fenced = True
         elif fenced and caught_up:
@@ -846,6 +856,7 @@ class QuorumController:
                 register_offset,
             )
             records.append(self._unfence_record(broker))
+            records.extend(pc.on_broker_unfenced(self.image, self._mv(), broker_id))
             fenced = False
         response = {
             "throttleTimeMs": 0,
@@ -867,6 +878,23 @@ class QuorumController:
                 "shouldShutDown": False,
             },
         )
+
+    def _mv(self) -> MetadataVersion:
+        mv = self.image.metadata_version
+        assert mv is not None
+        return mv
+
+    def _partition_request(self, api_key: int, version: int, body: Mapping[str, Any]) -> Respond | AppendThenRespond:
+        """CreateTopics and AlterPartition (:mod:`kraftwerk.controller.partitions`)."""
+        if api_key == CREATE_TOPICS:
+            records, response = pc.create_topics(self.image, self._mv(), version, body, self._next_offset,
+                                                  self.cluster_id)
+        else:
+            records, response = pc.alter_partition(self.image, self._mv(), version, body)
+        if not records:
+            return Respond(response)
+        return AppendThenRespond(tuple(records), response, atomic=True,
+                                 not_controller_body=not_controller_body(api_key, version, body))
 
     def _fence_record(self, broker: BrokerRegistration, *, in_controlled_shutdown: bool) -> MetadataRecord:
         mv = self.image.metadata_version
@@ -907,6 +935,7 @@ class QuorumController:
             DESCRIBE_CLUSTER,
             API_VERSIONS,
             UNREGISTER_BROKER,
+            CREATE_TOPICS,
         ):
             return Respond({"responseData": None, "errorCode": Errors.INVALID_REQUEST.code})
         if not self._active:
