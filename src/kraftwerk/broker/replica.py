@@ -101,16 +101,14 @@ class ReplicaManager:
                 tp = TopicPartition(topic.name, pid)
                 seen.add(tp)
                 old = self.partitions.get(tp)
+                if old is not None and old.leader_epoch == reg.leader_epoch and old.leader == reg.leader:
+                    # same leadership: the state object stays (waiting requests hold it)
+                    if old.partition_epoch != reg.partition_epoch:
+                        old.pending_isr = None
+                    old.replicas, old.isr, old.partition_epoch = reg.replicas, reg.isr, reg.partition_epoch
+                    continue
                 st = PartitionState(tp, topic.id, reg.replicas, reg.isr, reg.leader, reg.leader_epoch,
                                     reg.partition_epoch)
-                if old is not None and old.leader_epoch == reg.leader_epoch and old.leader == reg.leader:
-                    st.high_watermark = old.high_watermark
-                    st.follower_end = old.follower_end
-                    st.follower_caught_up_ms = old.follower_caught_up_ms
-                    if old.pending_isr is not None and old.partition_epoch == reg.partition_epoch:
-                        st.pending_isr = old.pending_isr
-                    self.partitions[tp] = st
-                    continue
                 if old is not None:
                     st.high_watermark = old.high_watermark
                 self.partitions[tp] = st

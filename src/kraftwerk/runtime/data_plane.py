@@ -60,8 +60,11 @@ ControllerRequest = Callable[[int, int, codec.Value], Awaitable[codec.Value]]
 
 
 def kip724_min_versions(software: SoftwareVersion) -> dict[int, int]:
-    """The lowest Produce and Fetch versions this software parses (KIP-896 removed the rest in 4.0)."""
-    return {PRODUCE: 3, FETCH: 4} if int(software.release.split(".")[0]) >= 4 else {PRODUCE: 0, FETCH: 0}
+    """The lowest Produce, Fetch and ListOffsets versions this software parses (KIP-896 removed the
+    rest in 4.0)."""
+    if int(software.release.split(".")[0]) >= 4:
+        return {PRODUCE: 3, FETCH: 4, LIST_OFFSETS: 1}
+    return {}
 
 
 class DataPlane:
@@ -91,6 +94,16 @@ class DataPlane:
         self.min_versions = kip724_min_versions(software)
 
     @staticmethod
+    def advertised_ranges(declared: Mapping[int, tuple[int, int]], software: SoftwareVersion
+                          ) -> dict[int, tuple[int, int]]:
+        """What ApiVersions advertises: the accepted versions, except that Produce stays advertised
+        from v0 (KAFKA-18659: librdkafka refuses a broker without it)."""
+        out = DataPlane.accepted_ranges(declared, software)
+        if PRODUCE in out:
+            out[PRODUCE] = (declared[PRODUCE][0], out[PRODUCE][1])
+        return out
+
+    @staticmethod
     def accepted_ranges(advertised: Mapping[int, tuple[int, int]], software: SoftwareVersion
                         ) -> dict[int, tuple[int, int]]:
         """The versions the request parser accepts: the advertised ones, minus what KIP-896 removed
@@ -105,9 +118,10 @@ class DataPlane:
 
     def on_image(self, image: MetadataImage) -> None:
         """Adopt a new metadata image: open logs, become leader or follower, start fetchers."""
-        if image is self._image:
-            return
+        unchanged = image.topics is self._image.topics and image.cluster is self._image.cluster
         self._image = image
+        if unchanged:
+            return
         now = wall_clock_ms()
         for change in self.replicas.apply_image(image, now):
             try:
@@ -561,11 +575,15 @@ class DataPlane:
             body = self._follower_fetch_body(followed)
             try:
                 response = await client.request(FETCH, FOLLOWER_FETCH_VERSION, body, timeout_s=10)
+                useful = self._apply_fetch(response, followed)
             except NetworkError as exc:
                 log.debug("fetch from leader %d failed: %s", leader_id, exc)
                 await asyncio.sleep(0.5)
                 continue
-            if not self._apply_fetch(response, followed):
+            except StorageError as exc:
+                log.error("[ReplicaFetcher broker=%d] fetch from %d failed: %s", self.node_id, leader_id, exc)
+                useful = False
+            if not useful:
                 await asyncio.sleep(0.2)
 
     def _follower_fetch_body(self, followed: Mapping[TopicPartition, PartitionState]) -> dict[str, Any]:

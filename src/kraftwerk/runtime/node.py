@@ -143,7 +143,7 @@ class Node:
         self.broker: BrokerNode | None = None
         self.data_plane: DataPlane | None = None
         self._controller_clients: dict[int, ReconnectingClient] = {}
-        self._broker_apis = declared_api_ranges(BROKER_API_KEYS)
+        self._broker_apis = DataPlane.advertised_ranges(declared_api_ranges(BROKER_API_KEYS), config.software)
         self._broker_accepted = DataPlane.accepted_ranges(self._broker_apis, config.software)
         self.servers: list[KafkaServer] = []
         self._locks: list[LogDirLock] = []
