@@ -105,13 +105,15 @@ def _produce_aiokafka(bootstrap: str, topic: str, msgs: list[Message], partition
 def _consume_kafka_python(bootstrap: str, topic: str, partitions: int, total: int) -> dict[int, list[Message]]:
     from kafka import KafkaConsumer, TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=5000)
-    consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=10_000)
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    consumer.assign(tps)
     consumer.seek_to_beginning()
+    ends = consumer.end_offsets(tps)
     out: dict[int, list[Message]] = {p: [] for p in range(partitions)}
     for m in consumer:
         out[m.partition].append((m.key, m.value, tuple(m.headers), m.timestamp))
-        if sum(map(len, out.values())) >= total:
+        if sum(map(len, out.values())) >= total and all(consumer.position(tp) >= ends[tp] for tp in tps):
             break
     consumer.close()
     return out
