@@ -56,15 +56,17 @@ def _create_topic(cluster: LocalCluster, name: str, partitions: int, rf: int,
 
 def _messages(client: str, count: int) -> list[Message]:
     base = int(time.time() * 1000) - 60_000
-    return [(f"{client}-k{i}".encode(), f"{client}-v{i}".encode() * 3, (("client", client.encode()), ("i", b"%d" % i)),
-             base + i) for i in range(count)]
+    return [(f"{client}-k{i}".encode(), f"{client}-v{i}".encode() * 3,
+             (("client", client.encode()), ("i", b"%d" % i)), base + i) for i in range(count)]
 
 
 def _produce_kafka_python(bootstrap: str, topic: str, msgs: list[Message], partitions: int) -> None:
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, max_in_flight_requests_per_connection=1)
-    futures = [producer.send(topic, key=k, value=v, headers=list(h), timestamp_ms=ts, partition=i % partitions)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5,
+                             max_in_flight_requests_per_connection=1)
+    futures = [producer.send(topic, key=k, value=v, headers=list(h), timestamp_ms=ts,
+                             partition=i % partitions)
                for i, (k, v, h, ts) in enumerate(msgs)]
     producer.flush()
     for f in futures:
@@ -102,10 +104,12 @@ def _produce_aiokafka(bootstrap: str, topic: str, msgs: list[Message], partition
     asyncio.run(run())
 
 
-def _consume_kafka_python(bootstrap: str, topic: str, partitions: int, total: int) -> dict[int, list[Message]]:
+def _consume_kafka_python(bootstrap: str, topic: str, partitions: int, total: int) -> dict[int,
+                                                                                           list[Message]]:
     from kafka import KafkaConsumer, TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=10_000)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                             consumer_timeout_ms=10_000)
     tps = [TopicPartition(topic, p) for p in range(partitions)]
     consumer.assign(tps)
     consumer.seek_to_beginning()

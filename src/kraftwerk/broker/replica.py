@@ -83,7 +83,8 @@ class IsrChange:
 class ReplicaManager:
     """This broker's view of the partitions it hosts."""
 
-    def __init__(self, node_id: int, *, replica_lag_time_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS) -> None:
+    def __init__(self, node_id: int, *,
+                 replica_lag_time_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS) -> None:
         self.node_id = node_id
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.partitions: dict[TopicPartition, PartitionState] = {}
@@ -145,7 +146,8 @@ class ReplicaManager:
         if st is None:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION
         if current_epoch >= 0 and current_epoch != st.leader_epoch:
-            return Errors.FENCED_LEADER_EPOCH if current_epoch < st.leader_epoch else Errors.UNKNOWN_LEADER_EPOCH
+            stale = current_epoch < st.leader_epoch
+            return Errors.FENCED_LEADER_EPOCH if stale else Errors.UNKNOWN_LEADER_EPOCH
         if st.leader != self.node_id:
             return Errors.NOT_LEADER_OR_FOLLOWER
         return st
@@ -220,4 +222,5 @@ def alter_partition_body(node_id: int, broker_epoch: int, changes: list[IsrChang
             "partitionEpoch": c.partition_epoch,
         })
     return {"brokerId": node_id, "brokerEpoch": broker_epoch,
-            "topics": [{"topicName": "", "topicId": tid, "partitions": parts} for tid, parts in by_topic.items()]}
+            "topics": [{"topicName": "", "topicId": tid, "partitions": parts} for tid,
+                       parts in by_topic.items()]}

@@ -35,7 +35,8 @@ def change_record(mv: MetadataVersion, topic_id: uuid.UUID, pid: int, **changes:
 
 
 def new_topic_records(image: MetadataImage, mv: MetadataVersion, name: str, topic_id: uuid.UUID,
-                      assignment: Sequence[Sequence[int]], configs: Mapping[str, str]) -> list[MetadataRecord]:
+                      assignment: Sequence[Sequence[int]], configs: Mapping[str,
+                                                                            str]) -> list[MetadataRecord]:
     """TopicRecord, one PartitionRecord per partition (leader: the first alive replica), the
     topic's ConfigRecords."""
     alive = {b.id for b in image.cluster.brokers.values() if not b.fenced}
@@ -117,7 +118,8 @@ def alter_partition(image: MetadataImage, mv: MetadataVersion, version: int, bod
     records: list[MetadataRecord] = []
     topics_out = []
     for t in body.get("topics", ()):
-        topic = image.topics.by_id.get(t["topicId"]) if version >= 2 else image.topics.by_name.get(t["topicName"])
+        topics = image.topics
+        topic = topics.by_id.get(t["topicId"]) if version >= 2 else topics.by_name.get(t["topicName"])
         parts_out = []
         for p in t.get("partitions", ()):
             pid = p["partitionIndex"]
@@ -184,7 +186,8 @@ def create_topics(image: MetadataImage, mv: MetadataVersion, version: int, body:
                 count = t["numPartitions"] if t["numPartitions"] != -1 else 1
                 rf = t["replicationFactor"] if t["replicationFactor"] != -1 else 1
                 if count <= 0:
-                    raise _CreateError(Errors.INVALID_PARTITIONS, "Number of partitions was set to an invalid "
+                    raise _CreateError(Errors.INVALID_PARTITIONS,
+                                       "Number of partitions was set to an invalid "
                                        f"non-positive value {count}.")
                 if rf <= 0:
                     raise _CreateError(Errors.INVALID_REPLICATION_FACTOR, "Replication factor must be larger "
@@ -197,7 +200,8 @@ def create_topics(image: MetadataImage, mv: MetadataVersion, version: int, body:
             result.update(errorCode=err.error.code, errorMessage=err.text)
             results.append(result)
             continue
-        topic_id = uuid.uuid5(uuid.NAMESPACE_URL, f"kraftwerk:{cluster_id}/{name}/{next_offset + len(records)}")
+        topic_id = uuid.uuid5(uuid.NAMESPACE_URL,
+                              f"kraftwerk:{cluster_id}/{name}/{next_offset + len(records)}")
         configs = {c["name"]: c["value"] for c in t.get("configs", ()) if c.get("value") is not None}
         result.update(topicId=topic_id, numPartitions=len(assignment), replicationFactor=len(assignment[0]))
         results.append(result)

@@ -884,7 +884,9 @@ class QuorumController:
         assert mv is not None
         return mv
 
-    def _partition_request(self, api_key: int, version: int, body: Mapping[str, Any]) -> Respond | AppendThenRespond:
+    def _partition_request(
+        self, api_key: int, version: int, body: Mapping[str, Any]
+    ) -> Respond | AppendThenRespond:
         """CreateTopics and AlterPartition (:mod:`kraftwerk.controller.partitions`)."""
         if api_key == CREATE_TOPICS:
             records, response = pc.create_topics(self.image, self._mv(), version, body, self._next_offset,

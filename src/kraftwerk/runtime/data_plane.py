@@ -243,7 +243,7 @@ class DataPlane:
 
     def _topic_name(self, version: int, t: Mapping[str, Any], name_key: str, id_since: int) -> str | None:
         if version >= id_since:
-            topic = self._image.topics.by_id.get(t.get("topicId"))
+            topic = self._image.topics.by_id.get(t["topicId"])
             return None if topic is None else topic.name
         return t.get(name_key)
 
@@ -264,9 +264,11 @@ class DataPlane:
                     out["errorCode"] = Errors.UNKNOWN_TOPIC_ID.code if version >= 13 else \
                         Errors.UNKNOWN_TOPIC_OR_PARTITION.code
                     continue
-                self._produce_partition(version, acks, TopicPartition(name, p["index"]), p.get("records") or b"",
+                self._produce_partition(version, acks, TopicPartition(name, p["index"]),
+                                        p.get("records") or b"",
                                         out, waits)
-            responses.append({"name": t.get("name"), "topicId": t.get("topicId"), "partitionResponses": parts})
+            responses.append({"name": t.get("name"), "topicId": t.get("topicId"),
+                              "partitionResponses": parts})
         if acks == 0:
             return None
         if waits:
@@ -274,7 +276,8 @@ class DataPlane:
         return {"responses": responses, "throttleTimeMs": 0}
 
     def _produce_partition(self, version: int, acks: int, tp: TopicPartition, records: bytes,
-                           out: dict[str, Any], waits: list[tuple[dict[str, Any], PartitionState, int]]) -> None:
+                           out: dict[str, Any], waits: list[tuple[dict[str, Any], PartitionState,
+                                                                  int]]) -> None:
         st = self.replicas.leader(tp)
         plog = self.logs.get(tp)
         if isinstance(st, Errors) or plog is None:
@@ -309,7 +312,8 @@ class DataPlane:
             out["logStartOffset"] = plog.log_start_offset
             return
         now = wall_clock_ms()
-        first, last = plog.append(records, infos, assign_from=plog.log_end_offset, leader_epoch=st.leader_epoch,
+        first, last = plog.append(records, infos, assign_from=plog.log_end_offset,
+                                  leader_epoch=st.leader_epoch,
                                   now_ms=now)
         self._remember_sequence(tp, records, first, last)
         out["baseOffset"] = first
@@ -364,7 +368,8 @@ class DataPlane:
     # --- Fetch
 
     async def _fetch(self, version: int, body: Mapping[str, Any]) -> codec.Value:
-        replica_id = body.get("replicaState", {}).get("replicaId", -1) if version >= 15 else body.get("replicaId", -1)
+        replica_id = body.get("replicaState", {}).get("replicaId",
+                                                      -1) if version >= 15 else body.get("replicaId", -1)
         max_wait = body.get("maxWaitMs", 0)
         min_bytes = max(body.get("minBytes", 1), 1)
         loop = asyncio.get_running_loop()
@@ -397,13 +402,15 @@ class DataPlane:
                                        "divergingEpoch": {"epoch": -1, "endOffset": -1},
                                        "currentLeader": {"leaderId": -1, "leaderEpoch": -1},
                                        "snapshotId": {"endOffset": -1, "epoch": -1},
-                                       "abortedTransactions": None, "preferredReadReplica": -1, "records": b""}
+                                       "abortedTransactions": None, "preferredReadReplica": -1,
+                                       "records": b""}
                 parts.append(out)
                 if name is None:
                     out["errorCode"] = Errors.UNKNOWN_TOPIC_ID.code
                     continue
                 tp = TopicPartition(name, p["partition"])
-                data = self._fetch_partition(version, tp, p, replica_id, min(budget - total, p["partitionMaxBytes"]),
+                data = self._fetch_partition(version, tp, p, replica_id, min(budget - total,
+                                                                             p["partitionMaxBytes"]),
                                              out, now)
                 if data is None:
                     continue
@@ -500,10 +507,12 @@ class DataPlane:
                 plog = self.logs.get(tp)
                 if isinstance(st, Errors) or plog is None:
                     code = (st if isinstance(st, Errors) else Errors.NOT_LEADER_OR_FOLLOWER).code
-                    parts.append({"errorCode": code, "partition": tp.partition, "leaderEpoch": -1, "endOffset": -1})
+                    parts.append({"errorCode": code, "partition": tp.partition, "leaderEpoch": -1,
+                                  "endOffset": -1})
                     continue
                 epoch, end = plog.end_offset_for_epoch(p["leaderEpoch"])
-                parts.append({"errorCode": 0, "partition": tp.partition, "leaderEpoch": epoch, "endOffset": end})
+                parts.append({"errorCode": 0, "partition": tp.partition, "leaderEpoch": epoch,
+                              "endOffset": end})
             topics.append({"topic": t["topic"], "partitions": parts})
         return {"throttleTimeMs": 0, "topics": topics}
 
@@ -559,7 +568,8 @@ class DataPlane:
         endpoint = next((e for e in broker.listeners if e.name == self._listener), broker.listeners[0])
         client = self._leader_clients.get(leader_id)
         if client is None or (client.host, client.port) != (endpoint.host, endpoint.port):
-            client = ReconnectingClient(endpoint.host, endpoint.port, client_id=f"replica-fetcher-{self.node_id}")
+            client = ReconnectingClient(endpoint.host, endpoint.port,
+                                        client_id=f"replica-fetcher-{self.node_id}")
             self._leader_clients[leader_id] = client
         return client
 
@@ -600,7 +610,8 @@ class DataPlane:
                 "sessionEpoch": -1, "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
                 "forgottenTopicsData": [], "rackId": ""}
 
-    def _apply_fetch(self, response: Mapping[str, Any], followed: Mapping[TopicPartition, PartitionState]) -> bool:
+    def _apply_fetch(self, response: Mapping[str, Any], followed: Mapping[TopicPartition,
+                                                                          PartitionState]) -> bool:
         """Apply one fetch response; False when nothing was usable (errors only: back off)."""
         useful = False
         now = wall_clock_ms()
@@ -618,7 +629,8 @@ class DataPlane:
                 diverging = p.get("divergingEpoch") or {}
                 if diverging.get("epoch", -1) >= 0 or diverging.get("endOffset", -1) >= 0:
                     end = diverging["endOffset"]
-                    log.info("[ReplicaFetcher broker=%d] %s diverged at epoch %d: truncating to %d", self.node_id,
+                    log.info("[ReplicaFetcher broker=%d] %s diverged at epoch %d: truncating to %d",
+                             self.node_id,
                              tp, diverging["epoch"], end)
                     plog.truncate_to(max(end, 0) if end >= 0 else plog.log_start_offset)
                     continue

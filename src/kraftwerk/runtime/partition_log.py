@@ -197,7 +197,8 @@ class PartitionLog:
         seg = self._active
         if seg.size == 0:
             return
-        if seg.size + incoming <= self.config.segment_bytes and now_ms - seg.created_ms < self.config.segment_ms:
+        young = now_ms - seg.created_ms < self.config.segment_ms
+        if seg.size + incoming <= self.config.segment_bytes and young:
             return
         self.roll(now_ms)
 
@@ -259,7 +260,7 @@ class PartitionLog:
             too_big = 0 <= self.config.retention_bytes <= total - oldest.size()
             times = read_time_index(oldest.time_index_path) if oldest.time_index_path.exists() else []
             newest = times[-1].timestamp if times else -1
-            too_old = self.config.retention_ms >= 0 and newest >= 0 and now_ms - newest > self.config.retention_ms
+            too_old = 0 <= self.config.retention_ms < now_ms - newest and newest >= 0
             if not (too_big or too_old):
                 break
             delete_segment_files(oldest)
