@@ -154,7 +154,8 @@ class DataPlane:
         return LogConfig(segment_bytes=cfg("segment.bytes", "log.segment.bytes", str(1 << 30)),
                          segment_ms=segment_ms,
                          retention_bytes=cfg("retention.bytes", "log.retention.bytes", "-1"),
-                         retention_ms=retention_ms)
+                         retention_ms=retention_ms,
+                         force_upgrade_to_v2=self.static_configs.get("log.record.version.force.upgrade") == "2")
 
     def _min_isr(self, topic: str) -> int:
         return int(self.replicas.topic_config(self._image, topic, "min.insync.replicas", self.static_configs,

@@ -31,6 +31,7 @@ from kraftwerk.storage.checkpoints import (
 from kraftwerk.storage.errors import StorageError
 from kraftwerk.storage.index import DEFAULT_INDEX_INTERVAL_BYTES, OffsetIndexEntry
 from kraftwerk.storage.partition import recover_log
+from kraftwerk.storage.upconvert import Status, upconvert_partition
 from kraftwerk.storage.segment import (
     Segment,
     delete_segment_files,
@@ -64,6 +65,9 @@ class LogConfig:
     retention_bytes: int = -1
     retention_ms: int = 7 * 24 * 3600 * 1000
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+    force_upgrade_to_v2: bool = False
+    """``log.record.version.force.upgrade=2`` (KIP-724's future work): rewrite v0/v1 batches as v2
+    after recovery, before the log serves anything."""
 
 
 @dataclass(slots=True)
@@ -120,6 +124,8 @@ class PartitionLog:
         else:
             write_partition_metadata(meta, topic_id)
         report = recover_log(self.directory, index_interval_bytes=config.index_interval_bytes)
+        if config.force_upgrade_to_v2:
+            self._force_upgrade()
         segments = list_segments(self.directory)
         if segments:
             write_indexes(segments[-1], config.index_interval_bytes)  # may be stale after a crash
@@ -140,6 +146,17 @@ class PartitionLog:
         self.epochs = read_leader_epoch_checkpoint(epochs_path) if epochs_path.exists() else []
         self._trim_epochs_above(self.log_end_offset)
         self._closed_indexes: dict[int, list[OffsetIndexEntry]] = {}
+
+    def _force_upgrade(self) -> None:
+        """Rewrite every segment holding v0/v1 batches as v2 with the crash-safe up-converter (same
+        offsets, keys, values); a segment it cannot convert stops the start of this log."""
+        for outcome in upconvert_partition(self.directory, in_place=True):
+            if outcome.status is Status.CONVERTED:
+                log.info("[UnifiedLog partition=%s] log.record.version.force.upgrade=2: rewrote segment %d "
+                         "as v2 (%d records)", self.directory.name, outcome.base_offset, outcome.records)
+            elif outcome.status.is_problem:
+                raise StorageError(f"{self.directory}: log.record.version.force.upgrade=2 cannot convert "
+                                   f"segment {outcome.base_offset}: {outcome.message}")
 
     # ------------------------------------------------------------------ writing
 
