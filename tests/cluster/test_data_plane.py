@@ -313,3 +313,38 @@ def test_acked_messages_survive_kill_9_of_the_leader(cluster: LocalCluster) -> N
     consumed = {m[1] for m in _consume_kafka_python(cluster.bootstrap_servers, topic, 1, len(acked))[0]}
     missing = [v for v in acked if v not in consumed]
     assert not missing, f"{len(missing)} of {len(acked)} acknowledged messages were lost"
+
+
+# ------------------------------------------------------------------------------ kraftwerk produce|consume
+
+
+def test_kraftwerk_produce_and_consume(cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import json
+
+    from tests.cluster.helpers import cli
+
+    topic = "cli-check"
+    _create_topic(cluster, topic, 2, 3)
+    lines = "".join(f"key{i % 3}\tvalue {i}\n" for i in range(20)).encode()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(lines)))
+    code, out, err = cli("produce", "--bootstrap-server", cluster.bootstrap_servers, "-t", topic, "-K", "\t",
+                         "--output", "json")
+    assert code == 0, err
+    assert json.loads(out)["messages"] == 20
+    code, out, err = cli("consume", "--bootstrap-server", cluster.bootstrap_servers, "-t", topic,
+                         "--output", "json")
+    assert code == 0, err
+    import base64
+
+    rows = [json.loads(line) for line in out.splitlines()]
+    got = sorted((base64.b64decode(r["key"]), base64.b64decode(r["value"])) for r in rows)
+    assert got == sorted((b"key%d" % (i % 3), b"value %d" % i) for i in range(20))
+    by_key = {r["key"]: r["partition"] for r in rows}
+    assert all(by_key[r["key"]] == r["partition"] for r in rows)  # one key, one partition
+    seen = {(m[0], m[1]) for p in _consume_kafka_python(cluster.bootstrap_servers, topic, 2,
+                                                        20).values() for m in p}
+    assert seen == set(got)
+    code, out, err = cli("consume", "--bootstrap-server", cluster.bootstrap_servers, "-t", topic, "-o", "-3")
+    assert code == 1
+    assert err.strip().endswith("--offset must be beginning, end or a non-negative offset, not '-3'")

@@ -55,6 +55,7 @@ FOLLOWER_FETCH_VERSION = 12
 FOLLOWER_MAX_WAIT_MS = 500
 REPLICA_FETCH_MAX_BYTES = 1 << 20
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+FORCE_UPGRADE_CONFIG = "log.record.version.force.upgrade"
 
 ControllerRequest = Callable[[int, int, codec.Value], Awaitable[codec.Value]]
 
@@ -155,7 +156,7 @@ class DataPlane:
                          segment_ms=segment_ms,
                          retention_bytes=cfg("retention.bytes", "log.retention.bytes", "-1"),
                          retention_ms=retention_ms,
-                         force_upgrade_to_v2=self.static_configs.get("log.record.version.force.upgrade") == "2")
+                         force_upgrade_to_v2=self.static_configs.get(FORCE_UPGRADE_CONFIG) == "2")
 
     def _min_isr(self, topic: str) -> int:
         return int(self.replicas.topic_config(self._image, topic, "min.insync.replicas", self.static_configs,

@@ -31,7 +31,6 @@ from kraftwerk.storage.checkpoints import (
 from kraftwerk.storage.errors import StorageError
 from kraftwerk.storage.index import DEFAULT_INDEX_INTERVAL_BYTES, OffsetIndexEntry
 from kraftwerk.storage.partition import recover_log
-from kraftwerk.storage.upconvert import Status, upconvert_partition
 from kraftwerk.storage.segment import (
     Segment,
     delete_segment_files,
@@ -41,6 +40,7 @@ from kraftwerk.storage.segment import (
     truncate_file,
     write_indexes,
 )
+from kraftwerk.storage.upconvert import Status, upconvert_partition
 
 log = logging.getLogger(__name__)
 
