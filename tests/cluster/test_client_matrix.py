@@ -150,7 +150,8 @@ def _kafka_python_requests() -> dict[int, Callable[[int], Any]]:
         return UpdateFeaturesRequest(version=v, timeout_ms=10000, feature_updates=[key], validate_only=True)
 
     return {
-        0: lambda v: ProduceRequest(version=v, transactional_id=None, acks=1, timeout_ms=10000, topic_data=[]),
+        0: lambda v: ProduceRequest(version=v, transactional_id=None, acks=1, timeout_ms=10000,
+                                    topic_data=[]),
         1: lambda v: FetchRequest(version=v, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
                                   session_id=0, session_epoch=-1, topics=[], forgotten_topics_data=[],
                                   rack_id=""),
