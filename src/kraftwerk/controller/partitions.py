@@ -73,16 +73,17 @@ def assign_replicas(image: MetadataImage, partitions: int, replication_factor: i
 
 # ---------------------------------------------------------------------- fencing and unfencing
 
-def on_broker_fenced(image: MetadataImage, mv: MetadataVersion, broker_id: int) -> list[MetadataRecord]:
-    """The broker leaves every ISR it is in (never the last member: Kafka keeps the last replica in
-    the ISR so that it can come back as leader) and hands leadership to the next ISR member."""
+def on_brokers_fenced(image: MetadataImage, mv: MetadataVersion, fenced: set[int]) -> list[MetadataRecord]:
+    """The brokers leave every ISR they are in (never its last member: Kafka keeps the last replica
+    in the ISR so that it can come back as leader) and hand leadership to the next ISR member."""
     out = []
     for topic, pid, p in _partitions(image):
-        if broker_id not in p.isr and p.leader != broker_id:
+        if not fenced.intersection(p.isr) and p.leader not in fenced:
             continue
-        isr = [r for r in p.isr if r != broker_id] or list(p.isr)
-        if p.leader == broker_id:
-            candidates = [r for r in isr if r != broker_id and _alive(image, r)]
+        kept = [r for r in p.isr if r not in fenced]
+        isr = kept or [p.isr[0]] if p.isr else []
+        if p.leader in fenced:
+            candidates = [r for r in kept if _alive(image, r)]
             leader = candidates[0] if candidates else NO_LEADER
             out.append(change_record(mv, topic.id, pid, isr=isr, leader=leader))
         elif isr != list(p.isr):

@@ -380,6 +380,7 @@ class QuorumController:
         if not self._active or self.image.metadata_version is None:
             return []
         out: list[MetadataRecord] = []
+        timed_out: set[int] = set()
         for broker_id, last in sorted(self._last_contact.items()):
             if broker_id in self._fencing or not self._unfenced(broker_id):
                 continue
@@ -391,8 +392,10 @@ class QuorumController:
                     broker_id,
                 )
                 out.append(self._fence_record(broker, in_controlled_shutdown=False))
-                out.extend(pc.on_broker_fenced(self.image, self._mv(), broker_id))
+                timed_out.add(broker_id)
                 self._fencing.add(broker_id)
+        if timed_out:
+            out.extend(pc.on_brokers_fenced(self.image, self._mv(), timed_out))
         out.extend(self._self_registration())
         return out
 
@@ -837,14 +840,14 @@ class QuorumController:
             # (Kafka's SHUTDOWN_NOW when the broker leads nothing): fence it and let it go.
             if not fenced:
                 records.append(self._fence_record(broker, in_controlled_shutdown=True))
-                records.extend(pc.on_broker_fenced(self.image, self._mv(), broker_id))
+                records.extend(pc.on_brokers_fenced(self.image, self._mv(), {broker_id}))
                 self._fencing.add(broker_id)
             fenced = True
             should_shutdown = True
         elif want_fence:
             if not fenced:
                 records.append(self._fence_record(broker, in_controlled_shutdown=False))
-                records.extend(pc.on_broker_fenced(self.image, self._mv(), broker_id))
+                records.extend(pc.on_brokers_fenced(self.image, self._mv(), {broker_id}))
                 self._fencing.add(broker_id)
             fenced = True
         elif fenced and caught_up:
