@@ -57,7 +57,8 @@ def test_high_watermark_is_the_smallest_isr_log_end_and_a_caught_up_follower_joi
     assert rm.on_follower_fetch(st, 3, 7, 10, 0, 100)[1] is None  # one change in flight at a time
     body = alter_partition_body(1, 5, [expand], {1: 5, 2: 6, 3: 7})
     assert body["topics"][0]["partitions"][0]["newIsrWithEpochs"][2] == {"brokerId": 3, "brokerEpoch": 7}
-    rm.on_alter_partition_result(expand, Errors.NONE, {"leaderEpoch": 0, "isr": [1, 2, 3], "partitionEpoch": 1})
+    rm.on_alter_partition_result(expand, Errors.NONE, {"leaderEpoch": 0, "isr": [1, 2, 3],
+                                                       "partitionEpoch": 1})
     assert st.isr == (1, 2, 3) and st.partition_epoch == 1 and st.pending_isr is None
 
 
@@ -72,6 +73,7 @@ def test_min_insync_replicas_and_lagging_followers() -> None:
     shrinks = rm.lagging_followers(1500)  # 3 has not caught up since it became a follower at 0
     assert [c.new_isr for c in shrinks] == [(1, 2)]
     assert rm.lagging_followers(5000) == []  # until the controller answers
-    rm.on_alter_partition_result(shrinks[0], Errors.NONE, {"leaderEpoch": 0, "isr": [1, 2], "partitionEpoch": 1})
+    rm.on_alter_partition_result(shrinks[0], Errors.NONE, {"leaderEpoch": 0, "isr": [1, 2],
+                                                           "partitionEpoch": 1})
     assert rm.check_produce(st, -1, 3) is Errors.NOT_ENOUGH_REPLICAS
     assert rm.check_produce(st, 1, 3) is Errors.NONE

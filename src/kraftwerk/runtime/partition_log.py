@@ -33,6 +33,7 @@ from kraftwerk.storage.index import DEFAULT_INDEX_INTERVAL_BYTES, OffsetIndexEnt
 from kraftwerk.storage.partition import recover_log
 from kraftwerk.storage.segment import (
     Segment,
+    SegmentReader,
     delete_segment_files,
     list_segments,
     read_offset_index,
@@ -243,7 +244,8 @@ class PartitionLog:
         os.fsync(self._fd)
 
     def truncate_to(self, offset: int) -> None:
-        """Drop every record at ``offset`` and above (a follower whose log diverged)."""
+        """Drop every batch holding ``offset`` or above (a follower whose log diverged); the log end
+        offset becomes the end of the last batch kept, at most ``offset``."""
         if offset >= self.log_end_offset:
             return
         offset = max(offset, self.log_start_offset)
@@ -251,9 +253,12 @@ class PartitionLog:
         while len(self._bases) > 1 and self._bases[-1] >= offset and self._bases[-1] > self.log_start_offset:
             delete_segment_files(Segment(self.directory, self._bases.pop()))
         seg = Segment(self.directory, self._bases[-1])
-        position = self._position_of(seg, offset, exact_start=True)
+        position = self._position_of(seg, offset)
         truncate_file(seg.log_path, position)
         write_indexes(seg, self.config.index_interval_bytes)
+        with SegmentReader(seg.log_path) as reader:
+            kept_end = reader.scan().next_offset
+        offset = kept_end if kept_end is not None else seg.base_offset
         self.log_end_offset = offset
         entries = read_offset_index(seg.index_path)
         self._active = _ActiveSegment(seg.base_offset, position, self._active.created_ms, -1, 0, entries)
@@ -299,7 +304,7 @@ class PartitionLog:
         out = bytearray()
         while i < len(self._bases):
             seg = Segment(self.directory, self._bases[i])
-            start = self._position_of(seg, offset, exact_start=False)
+            start = self._position_of(seg, offset)
             budget = max_bytes - len(out)
             chunk, done = self._read_segment(seg, start, budget, upto, min_one and not out)
             out += chunk
@@ -334,9 +339,9 @@ class PartitionLog:
     def _pread(f: object, start: int, end: int) -> bytes:
         return os.pread(f.fileno(), end - start, start) if end > start else b""  # type: ignore[attr-defined]
 
-    def _position_of(self, seg: Segment, offset: int, *, exact_start: bool) -> int:
-        """File position of the first batch whose last offset is ≥ ``offset`` (``exact_start``: whose
-        base offset is ≥ ``offset``, for truncation); the file size when there is none."""
+    def _position_of(self, seg: Segment, offset: int) -> int:
+        """File position of the first batch whose last offset is ≥ ``offset`` (the end of the valid
+        batches when there is none)."""
         entries = self._active.index if seg.base_offset == self._active.base_offset else self._index_of(seg)
         position = 0
         for e in entries:
@@ -350,16 +355,11 @@ class PartitionLog:
                 head = f.read(_PEEK)
                 if len(head) < _HEADER.size:
                     break
-                base, length = _HEADER.unpack_from(head)
-                first = base if head[16] == MAGIC_V2 else None
-                last = _last_offset(head)
-                if exact_start:
-                    if (first if first is not None else last) >= offset:
-                        return position
-                elif last >= offset:
+                _, length = _HEADER.unpack_from(head)
+                if _last_offset(head) >= offset or position + length + _HEADER.size > size:
                     return position
                 position += length + _HEADER.size
-        return min(position, size) if exact_start else position
+        return position
 
     def _index_of(self, seg: Segment) -> list[OffsetIndexEntry]:
         cached = self._closed_indexes.get(seg.base_offset)
