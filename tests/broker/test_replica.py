@@ -16,7 +16,9 @@ from kraftwerk.broker.replica import (
 from kraftwerk.controller.quorum import rec
 from kraftwerk.image.delta import MetadataDelta
 from kraftwerk.image.model import MetadataImage
+from kraftwerk.protocol import codec
 from kraftwerk.protocol.error_codes import Errors
+from kraftwerk.protocol.rpc.replication import ALTER_PARTITION_REQUEST as ALTER_PARTITION
 
 TOPIC_ID = uuid.UUID(int=77)
 TP = TopicPartition("orders", 0)
@@ -55,8 +57,12 @@ def test_high_watermark_is_the_smallest_isr_log_end_and_a_caught_up_follower_joi
     moved, expand = rm.on_follower_fetch(st, 3, 6, 10, 0, 100)  # 3 reached the HW: ask to add it
     assert not moved and expand is not None and expand.new_isr == (1, 2, 3)
     assert rm.on_follower_fetch(st, 3, 7, 10, 0, 100)[1] is None  # one change in flight at a time
-    body = alter_partition_body(1, 5, [expand], {1: 5, 2: 6, 3: 7})
-    assert body["topics"][0]["partitions"][0]["newIsrWithEpochs"][2] == {"brokerId": 3, "brokerEpoch": 7}
+    body = alter_partition_body(1, 5, [expand], {1: 5, 2: 6, 3: 7}, 3)
+    sent = codec.decode(ALTER_PARTITION, 3, codec.encode(ALTER_PARTITION, 3, body))
+    assert sent["topics"][0]["partitions"][0]["newIsrWithEpochs"][2] == {"brokerId": 3, "brokerEpoch": 7}
+    old = codec.decode(ALTER_PARTITION, 1, codec.encode(ALTER_PARTITION, 1, alter_partition_body(
+        1, 5, [expand], {}, 1)))
+    assert old["topics"][0]["partitions"][0]["newIsr"] == [1, 2, 3]
     rm.on_alter_partition_result(expand, Errors.NONE, {"leaderEpoch": 0, "isr": [1, 2, 3],
                                                        "partitionEpoch": 1})
     assert st.isr == (1, 2, 3) and st.partition_epoch == 1 and st.pending_isr is None

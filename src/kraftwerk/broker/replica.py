@@ -13,8 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kraftwerk.controller.common import shape_body
 from kraftwerk.image.model import ConfigResource, ConfigResourceType, MetadataImage
 from kraftwerk.protocol.error_codes import Errors
+from kraftwerk.protocol.schema import Kind
 
 DEFAULT_REPLICA_LAG_TIME_MAX_MS = 30_000
 
@@ -209,8 +211,9 @@ class ReplicaManager:
 
 
 def alter_partition_body(node_id: int, broker_epoch: int, changes: list[IsrChange],
-                         broker_epochs: Mapping[int, int]) -> dict[str, Any]:
-    """An AlterPartition request (v3 shape, topic ids and the ISR members' broker epochs)."""
+                         broker_epochs: Mapping[int, int], version: int) -> dict[str, Any]:
+    """An AlterPartition request at ``version`` (from v2 topic ids, from v3 the ISR members' broker
+    epochs)."""
     by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
     for c in changes:
         by_topic.setdefault(c.topic_id, []).append({
@@ -221,6 +224,7 @@ def alter_partition_body(node_id: int, broker_epoch: int, changes: list[IsrChang
             "leaderRecoveryState": 0,
             "partitionEpoch": c.partition_epoch,
         })
-    return {"brokerId": node_id, "brokerEpoch": broker_epoch,
+    body = {"brokerId": node_id, "brokerEpoch": broker_epoch,
             "topics": [{"topicName": "", "topicId": tid, "partitions": parts} for tid,
                        parts in by_topic.items()]}
+    return shape_body(Kind.REQUEST, 56, version, body)

@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 PRODUCE, FETCH, LIST_OFFSETS, INIT_PRODUCER_ID, OFFSET_FOR_LEADER_EPOCH, ALTER_PARTITION = 0, 1, 2, 22, 23, 56
 DATA_API_KEYS = (PRODUCE, FETCH, LIST_OFFSETS, INIT_PRODUCER_ID, OFFSET_FOR_LEADER_EPOCH)
 FOLLOWER_FETCH_VERSION = 12
+ALTER_PARTITION_VERSION = 3
 FOLLOWER_MAX_WAIT_MS = 500
 REPLICA_FETCH_MAX_BYTES = 1 << 20
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
@@ -225,7 +226,12 @@ class DataPlane:
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Future[Any]) -> None:
+        self._tasks.discard(task)  # type: ignore[arg-type]
+        if not task.cancelled() and task.exception() is not None:
+            log.error("[ReplicaManager broker=%d] task failed", self.node_id, exc_info=task.exception())
 
     # ------------------------------------------------------------------ requests
 
@@ -532,9 +538,10 @@ class DataPlane:
 
     async def _alter_partition(self, changes: list[IsrChange]) -> None:
         epochs = {b.id: b.epoch for b in self._image.cluster.brokers.values()}
-        body = alter_partition_body(self.node_id, self._broker_epoch(), changes, epochs)
+        body = alter_partition_body(self.node_id, self._broker_epoch(), changes, epochs,
+                                    ALTER_PARTITION_VERSION)
         try:
-            response = await self._controller_request(ALTER_PARTITION, 3, body)
+            response = await self._controller_request(ALTER_PARTITION, ALTER_PARTITION_VERSION, body)
         except NetworkError as exc:
             log.info("[Partition broker=%d] AlterPartition failed: %s", self.node_id, exc)
             for c in changes:
