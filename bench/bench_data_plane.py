@@ -146,7 +146,8 @@ def run(brokers: int, rf: int, acks: str, args: argparse.Namespace, rows: list[s
                     _create(bootstrap, topic, partitions, rf)
                     wire = loopback_mb_s(int(mb * 1e6))
                     p = mb / _timed(lambda f=produce, t=topic: f(bootstrap, t, args.messages, value, acks))
-                    c = mb / _timed(lambda f=consume, t=topic, n=partitions: f(bootstrap, t, n, args.messages))
+                    c = mb / _timed(lambda f=consume, t=topic, n=partitions: f(bootstrap, t, n,
+                                                                                args.messages))
                     rows.append(f"| {client} | {partitions} | acks={acks}, RF={rf} | {p:.1f} | {c:.1f} | "
                                 f"{wire:.0f} | {p / wire:.3f}x / {c / wire:.3f}x |")
                     print(rows[-1], flush=True)

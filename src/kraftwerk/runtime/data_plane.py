@@ -229,7 +229,7 @@ class DataPlane:
         task.add_done_callback(self._task_done)
 
     def _task_done(self, task: asyncio.Future[Any]) -> None:
-        self._tasks.discard(task)  # type: ignore[arg-type]
+        self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("[ReplicaManager broker=%d] task failed", self.node_id, exc_info=task.exception())
 
