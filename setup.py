@@ -9,4 +9,6 @@ from setuptools import Extension, setup
 setup(ext_modules=[
     Extension("kraftwerk.records._cbatch", ["src/kraftwerk/records/_cbatch.pyx"], libraries=["z"],
               optional=True),
+    Extension("kraftwerk.protocol._ccodec", ["src/kraftwerk/protocol/_ccodec.pyx"], optional=True),
+    Extension("kraftwerk.image._cdelta", ["src/kraftwerk/image/_cdelta.pyx"], optional=True),
 ])

@@ -21,6 +21,8 @@ PURE_ENV = "KRAFTWERK_PURE"
 
 #: every compiled twin, by the pure module that uses it
 TWINS = {
+    "kraftwerk.image.delta": "kraftwerk.image._cdelta",
+    "kraftwerk.protocol.codec": "kraftwerk.protocol._ccodec",
     "kraftwerk.records.batch": "kraftwerk.records._cbatch",
 }
 
