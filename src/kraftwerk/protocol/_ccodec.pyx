@@ -57,21 +57,31 @@ cdef inline uint64_t _be(const uint8_t *p, int size) noexcept nogil:
     return v
 
 
-cdef object _fixed(const uint8_t *p, Py_UCS4 code):
+cdef inline Py_ssize_t _fixed_size(char code) noexcept nogil:
+    if code == b"b":
+        return 1
+    if code == b"h" or code == b"H":
+        return 2
+    if code == b"i" or code == b"I":
+        return 4
+    return 8
+
+
+cdef object _fixed(const uint8_t *p, char code):
     """The value of one big-endian fixed-width field (a struct code of ``codec._FIXED``)."""
     cdef uint64_t u
     cdef double d
-    if code == "b":
-        return <int8_t>p[0]
-    if code == "h":
-        return <int16_t>_be(p, 2)
-    if code == "i":
+    if code == b"i":
         return <int32_t>_be(p, 4)
-    if code == "q":
+    if code == b"h":
+        return <int16_t>_be(p, 2)
+    if code == b"q":
         return <int64_t>_be(p, 8)
-    if code == "H":
+    if code == b"b":
+        return <int8_t>p[0]
+    if code == b"H":
         return <uint16_t>_be(p, 2)
-    if code == "I":
+    if code == b"I":
         return <uint32_t>_be(p, 4)
     u = _be(p, 8)
     memcpy(&d, &u, 8)
@@ -126,11 +136,11 @@ cdef class _Item:
     cdef str what  # the type name the generated code puts in length errors
     # fixed runs
     cdef tuple keys
-    cdef str codes
+    cdef bytes codes
     cdef Py_ssize_t size
     # arrays
     cdef int elem_kind
-    cdef Py_UCS4 elem_code
+    cdef char elem_code
     cdef Py_ssize_t elem_size
     cdef str elem_what
     # structs and arrays of structs
@@ -139,14 +149,15 @@ cdef class _Item:
     cdef object read(self, _Reader r, Py_ssize_t *pos, Py_ssize_t limit, bint flexible, dict out):
         """Read this field into ``out`` (a fixed run: all of its fields)."""
         cdef Py_ssize_t p, i
-        cdef int32_t n32
+        cdef const char *codes
         if self.kind == K_FIXED:
             p = pos[0]
             if p + self.size > r.n:
                 raise _struct_error(self.size, p, r.n)
-            for i in range(len(self.codes)):
-                PyDict_SetItem(out, self.keys[i], _fixed(r.b + p, self.codes[i]))
-                p += _FIXED_SIZES[self.codes[i]]
+            codes = self.codes
+            for i in range(len(self.keys)):
+                PyDict_SetItem(out, self.keys[i], _fixed(r.b + p, codes[i]))
+                p += _fixed_size(codes[i])
             pos[0] = p
             return None
         if self.kind == K_STRUCT:
@@ -295,8 +306,8 @@ cdef _Item _item(tuple spec):
     if kind == "fixed":
         item.kind = K_FIXED
         item.keys = tuple(key for key, _ in spec[1])
-        item.codes = "".join(code for _, code in spec[1])
-        item.size = sum(_FIXED_SIZES[c] for c in item.codes)
+        item.codes = "".join(code for _, code in spec[1]).encode("ascii")
+        item.size = sum(_FIXED_SIZES[code] for _, code in spec[1])
         return item
     item.kind = _KINDS[kind]
     item.key = spec[1]
@@ -309,7 +320,7 @@ cdef _Item _item(tuple spec):
         elem, sub = spec[4]
         if elem in _FIXED_SIZES:
             item.elem_kind = K_FIXED
-            item.elem_code = elem
+            item.elem_code = ord(elem)
             item.elem_size = _FIXED_SIZES[elem]
         else:
             item.elem_kind = K_STRUCT if sub is not None else _KINDS[elem]

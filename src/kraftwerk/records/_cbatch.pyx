@@ -6,10 +6,10 @@ Same inputs, results and errors (types and texts) as the pure functions it repla
 import. Every read is checked against the buffer's length, as the pure code's IndexError is.
 """
 
-from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.object cimport PyTypeObject
-from cpython.ref cimport Py_INCREF
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.tuple cimport PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
@@ -66,6 +66,11 @@ cdef extern from *:
     uint32_t kw_crc32c(const uint8_t *p, size_t n) nogil
 
 kw_crc32c_init()
+
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(PyObject *op)
+    object PyMemoryView_FromMemory(char *mem, Py_ssize_t size, int flags)
+    int _PyBytes_Resize(PyObject **b, Py_ssize_t size) except -1
 
 cdef extern from *:
     """
@@ -151,7 +156,7 @@ cdef inline Py_ssize_t _floordiv2(Py_ssize_t x) noexcept nogil:
     return x >> 1
 
 
-cdef object _add(int64_t a, int64_t b):
+cdef inline object _add(int64_t a, int64_t b):
     """``a + b`` as a Python int, exact even past 64 bits (the pure code's ints never overflow)."""
     cdef int64_t r
     if __builtin_add_overflow(a, b, &r):
@@ -268,6 +273,10 @@ cdef class V2Records:
         PyTuple_SET_ITEM(rec, 3, value)
         Py_INCREF(headers)
         PyTuple_SET_ITEM(rec, 4, headers)
+        if headers is _NO_HEADERS:
+            # ints, bytes or None and the empty tuple: no cycle can run through this record, so the
+            # collector need not track it (CPython untracks such tuples on its next pass anyway)
+            PyObject_GC_UnTrack(<PyObject *>rec)
         return rec
 
     cdef tuple _headers(self, Py_ssize_t *at, Py_ssize_t rec_end):
@@ -468,3 +477,28 @@ def upconvert_message(data, Py_ssize_t pos, Py_ssize_t size, int magic, bint che
         return result
     finally:
         PyBuffer_Release(&view)
+
+
+# ------------------------------------------------------------------ decompression output
+
+def fill_bytes(Py_ssize_t capacity, write):
+    """``bytes`` of what ``write(view)`` puts at the start of a writable ``capacity``-byte view and
+    counts (its return value): ``compression._fill_bytes_py`` without the zeroed scratch buffer
+    and the copy out of it. The view is released when ``write`` returns."""
+    capacity = max(capacity, 1)  # a fresh object: the empty bytes is a shared one, never resized
+    cdef object out = PyBytes_FromStringAndSize(NULL, capacity)
+    cdef object view = PyMemoryView_FromMemory(PyBytes_AS_STRING(out), capacity, PyBUF_WRITE)
+    cdef Py_ssize_t n
+    try:
+        n = write(view)
+    finally:
+        view.release()
+    if n < 0 or n > capacity:
+        raise ValueError(f"wrote {n} bytes into a {capacity}-byte buffer")
+    cdef PyObject *raw = <PyObject *>out
+    Py_INCREF(out)  # _PyBytes_Resize may replace the object: hold it by its pointer while it does
+    out = None
+    _PyBytes_Resize(&raw, n)
+    result = <object>raw
+    Py_DECREF(result)
+    return result
