@@ -273,7 +273,8 @@ def _lz4_decompress(data: Buffer, magic: int, max_size: int) -> bytes:
     if mv[pos] != (xxhash32(hashed) >> 8) & 0xFF:
         raise CompressionError("Stream frame descriptor corrupted")
     pos += 1
-    blocks = _lz4_blocks(mv, pos, block_max, block_checksum=bool(flg & 0x10), content_checksum=bool(flg & 0x04))
+    blocks = _lz4_blocks(mv, pos, block_max, block_checksum=bool(flg & 0x10),
+                         content_checksum=bool(flg & 0x04))
     bound = _lz4_bound(mv, pos, block_max, max_size)
     if bound >= 0:  # the usual frame: the blocks decompress straight into the result
         return _fill_bytes(bound, lambda out: _lz4_into(blocks, out, max_size))
