@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from kraftwerk.records import CompressionType, RecordsError, build_records, iter_spans
 from kraftwerk.records.batch import _decode_v2_py
+from kraftwerk.records.compression import _fill_bytes_py
 from kraftwerk.records.convert import _upconvert_message_py
 from kraftwerk.records.types import RECORD_BATCH_OVERHEAD, Record
 from tests.records.test_fuzz import batches
@@ -132,3 +133,25 @@ def test_upconversion_matches_the_pure_converter(case: tuple[bytes, int, int, in
 def test_upconversion_refuses_a_span_outside_the_buffer() -> None:
     with pytest.raises(ValueError, match="outside"):
         cbatch.upconvert_message(b"\x00" * 40, 10, 40, 1, True)
+
+
+@pytest.mark.parametrize("fill", [_fill_bytes_py, "compiled"])
+def test_fill_bytes_returns_what_was_written_and_releases_the_view(fill: Any) -> None:
+    fill = cbatch.fill_bytes if fill == "compiled" else fill
+    kept: list[memoryview] = []
+
+    def write(view: memoryview, n: int) -> int:
+        kept.append(view)
+        view[:n] = b"z" * n
+        return n
+
+    assert fill(8, lambda v: write(v, 3)) == b"zzz"
+    assert fill(8, lambda v: write(v, 8)) == b"z" * 8
+    assert fill(0, lambda v: write(v, 0)) == b""
+    with pytest.raises(ValueError, match="wrote 9 bytes"):
+        fill(8, lambda v: 9)
+    with pytest.raises(KeyError):
+        fill(8, lambda v: {}["raised inside"])
+    if fill is cbatch.fill_bytes:  # the result is no longer writable through a view kept by the writer
+        with pytest.raises(ValueError):
+            kept[0][0] = 1
