@@ -428,12 +428,14 @@ class MetadataDelta:
             return None
         return self._base.topics.by_id.get(topic_id)
 
-    def _topic_change(self, topic_id: uuid.UUID, what: str) -> _TopicChange:
+    def _topic_change(self, topic_id: uuid.UUID, what: Callable[[], str]) -> _TopicChange:
+        """The topic's change, made on first touch; ``what`` names the action for the error (a
+        function: formatting it for each of a million partitions cost more than replaying one)."""
         change = self._topics.get(topic_id)
         if change is None:
             base = None if topic_id in self._deleted_topics else self._base.topics.by_id.get(topic_id)
             if base is None:
-                raise MetadataReplayError(f"Unable to {what}: no topic with id {topic_id} found.")
+                raise MetadataReplayError(f"Unable to {what()}: no topic with id {topic_id} found.")
             change = _TopicChange(base.id, base.name, dict(base.partitions))
             self._topics[topic_id] = change
         return change
@@ -461,12 +463,13 @@ class MetadataDelta:
         self._configs[ConfigResource(ConfigResourceType.TOPIC, name)] = {}
 
     def _partition(self, value: Value, offset: int) -> None:
-        change = self._topic_change(value["topicId"], f"replay PartitionRecord {value.get('partitionId')}")
+        change = self._topic_change(value["topicId"],
+                                    lambda: f"replay PartitionRecord {value.get('partitionId')}")
         change.partitions[value["partitionId"]] = partition_from_record(value, self._shared)
 
     def _partition_change(self, value: Value, offset: int) -> None:
         pid = value["partitionId"]
-        change = self._topic_change(value["topicId"], f"find partition {value['topicId']}:{pid}")
+        change = self._topic_change(value["topicId"], lambda: f"find partition {value['topicId']}:{pid}")
         prev = change.partitions.get(pid)
         if prev is None:
             raise MetadataReplayError(f"Unable to find partition {value['topicId']}:{pid}")
@@ -491,7 +494,7 @@ class MetadataDelta:
             assert topic is not None
             if not any(p.elr or p.last_known_elr for p in topic.partitions.values()):
                 continue
-            change = self._topic_change(tid, "clear ELR")
+            change = self._topic_change(tid, lambda: "clear ELR")
             for pid, part in list(change.partitions.items()):
                 if part.elr or part.last_known_elr:
                     change.partitions[pid] = merge_partition_change(

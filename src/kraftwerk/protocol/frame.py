@@ -63,4 +63,14 @@ def decode_metadata_record(data: bytes) -> MetadataRecord:
     value, end = codec.decode_from(spec, version, data, pos)
     if end != len(data):
         raise DecodeError(f"{len(data) - end} trailing bytes after {spec.name} v{version}")
-    return MetadataRecord(spec, version, value)
+    record = _new_record(MetadataRecord)  # the frozen __init__, without its Python frame: once per record
+    _set_spec(record, spec)
+    _set_version(record, version)
+    _set_value(record, value)
+    return record
+
+
+_new_record = object.__new__
+_set_spec = MetadataRecord.__dict__["spec"].__set__
+_set_version = MetadataRecord.__dict__["version"].__set__
+_set_value = MetadataRecord.__dict__["value"].__set__
