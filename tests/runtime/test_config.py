@@ -83,7 +83,12 @@ def test_combined_config() -> None:
     (CONTROLLER, {"node.id": "x"}, "Invalid value x for configuration node.id: Not a number of type INT"),
     (CONTROLLER, {"node.id": "7"}, "the node id 7 must be included in the set of voters "
                                    "controller.quorum.voters={1, 2, 3}"),
-    (CONTROLLER, {"controller.quorum.voters": ""}, "controller.quorum.voters must contain a parseable set"),
+    (CONTROLLER, {"controller.quorum.voters": ""},
+     "controller.quorum.voters must contain a parseable set of controllers"),
+    (CONTROLLER, {"controller.quorum.voters": "", "controller.quorum.bootstrap.servers": "localhost"},
+     "Failed to parse host name from localhost for the configuration controller.quorum.bootstrap.servers"),
+    (CONTROLLER, {"controller.quorum.voters": "", "controller.quorum.bootstrap.servers": "h:x"},
+     "Failed to parse host port from h:x"),
     (CONTROLLER, {"controller.quorum.voters": "1@host"}, "Failed to parse voter entry '1@host'"),
     (CONTROLLER, {"controller.listener.names": "OTHER"},
      "controller.listener.names must contain at least one"),
@@ -124,3 +129,15 @@ def test_values_through_the_catalogue_and_unknown_names_logged(caplog: pytest.Lo
 def test_unreadable_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="Unable to read"):
         ServerConfig.load(tmp_path / "missing.properties")
+
+
+def test_unlimited_metadata_retention_keeps_the_log() -> None:
+    """Kafka keeps metadata log segments for metadata.max.retention.*; kraftwerk cleans behind each
+    snapshot unless both are -1 (unlimited)."""
+    assert not ServerConfig.from_properties(CONTROLLER).metadata_log_retained
+    both = {"metadata.max.retention.ms": "-1", "metadata.max.retention.bytes": "-1"}
+    assert ServerConfig.from_properties(dict(CONTROLLER, **both)).metadata_log_retained
+    one = dict(CONTROLLER, **{"metadata.max.retention.ms": "-1"})
+    assert not ServerConfig.from_properties(one).metadata_log_retained
+    with pytest.raises(ConfigError, match=r"metadata\.max\.retention\.bytes: Not a number of type LONG"):
+        ServerConfig.from_properties(dict(CONTROLLER, **{"metadata.max.retention.bytes": "lots"}))

@@ -168,6 +168,12 @@ def cluster_id(text: str) -> str:
     return text
 
 
+def directory_id(text: str) -> str:
+    """A log dir's ``directory.id`` (a base64 UUID like ``storage random-uuid`` prints); the command
+    parses it with Kafka's Uuid rules."""
+    return text
+
+
 def release_version(text: str) -> str:
     """A metadata.version or release (``3.9``, ``3.9-IV0``); the command resolves it with its own
     bounds and Kafka's "Unknown metadata.version" text."""

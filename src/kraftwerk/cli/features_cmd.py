@@ -284,6 +284,16 @@ def _upgrade_type(op: str, unsafe: bool) -> UpgradeType:
     return UpgradeType.UNSAFE_DOWNGRADE if unsafe else UpgradeType.SAFE_DOWNGRADE
 
 
+def release_version_updates(mv: MetadataVersion, upgrade_type: UpgradeType) -> dict[str, FeatureUpdate]:
+    """``--release-version``: metadata.version and every feature at its default level for ``mv``."""
+    updates = {mvs.FEATURE_NAME: FeatureUpdate(mv.feature_level, upgrade_type)}
+    for feature in PRODUCTION_FEATURES:
+        level = feature.default_level(mv)
+        if upgrade_type is not UpgradeType.UPGRADE or level > 0:  # never "upgrade" to 0
+            updates[feature.feature_name] = FeatureUpdate(level, upgrade_type)
+    return updates
+
+
 def plan_updates(args: argparse.Namespace) -> dict[str, FeatureUpdate]:
     """The updates Kafka's FeatureCommand builds from the flags, with its parse errors."""
     op: str = args.op
@@ -305,11 +315,7 @@ def plan_updates(args: argparse.Namespace) -> dict[str, FeatureUpdate]:
                 mv = MetadataVersion.from_version_string(release, unstable=True)
             except VersionError as exc:
                 raise FeatureCommandError(str(exc)) from None
-            updates[mvs.FEATURE_NAME] = FeatureUpdate(mv.feature_level, upgrade_type)
-            for feature in PRODUCTION_FEATURES:
-                level = feature.default_level(mv)
-                if upgrade_type is not UpgradeType.UPGRADE or level > 0:  # never "upgrade" to 0
-                    updates[feature.feature_name] = FeatureUpdate(level, upgrade_type)
+            updates.update(release_version_updates(mv, upgrade_type))
         else:
             if metadata is not None:
                 # Kafka 4.2 printed " `metadata` flag is deprecated ..." here; the 4.3 tool's output

@@ -79,6 +79,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--print-spark-submit", action="store_true",
                    help="print the spark-submit command that runs this job on a cluster's own Spark, "
                         "run nothing")
+    p.add_argument("--verbose", action="store_true",
+                   help="let Spark print its own log on the terminal (default: into spark.log of --out, or "
+                        "of the temporary directory)")
     add_output_flag(p)
 
 
@@ -138,6 +141,17 @@ def _tty() -> bool:
     return sys.stderr.isatty()
 
 
+def _spark_log(args: argparse.Namespace, out: Path | None) -> Path | None:
+    """Where Spark's own output goes: nowhere special with --verbose, else ``spark.log`` of the
+    report directory ``out`` (or of the temporary directory: an up-conversion's ``--out`` is a
+    log dir tree, which must hold the converted segments and nothing else)."""
+    if args.verbose:
+        return None
+    import tempfile
+
+    return (out if out is not None else Path(tempfile.gettempdir()) / "kraftwerk") / "spark.log"
+
+
 # ---------------------------------------------------------------------- scan
 
 def run_scan(args: argparse.Namespace) -> int:
@@ -156,9 +170,9 @@ def run_scan(args: argparse.Namespace) -> int:
             summaries = _scan_local(present, out)
         else:
             from kraftwerk.spark.jobs import scan_job
-            from kraftwerk.spark.session import pipeline_session
+            from kraftwerk.spark.quiet import quiet_session
 
-            with pipeline_session(args.master, dict(args.conf)) as spark:
+            with quiet_session(args.master, _spark_log(args, out), dict(args.conf)) as spark:
                 summaries = scan_job(spark, present, out).summaries
     elapsed = time.monotonic() - start
     tot = totals(summaries)
@@ -245,9 +259,9 @@ def run_upconvert(args: argparse.Namespace) -> int:
                                           dry_run=args.dry_run, progress=progress)
         else:
             from kraftwerk.spark.jobs import upconvert_job
-            from kraftwerk.spark.session import pipeline_session
+            from kraftwerk.spark.quiet import quiet_session
 
-            with pipeline_session(args.master, dict(args.conf)) as spark:
+            with quiet_session(args.master, _spark_log(args, None), dict(args.conf)) as spark:
                 outcomes = upconvert_job(spark, dirs, in_place=args.in_place, out_dir=out,
                                          dry_run=args.dry_run, progress=progress)
     elapsed = time.monotonic() - start

@@ -63,6 +63,9 @@ class ServerConfig:
     security_protocol_map: Mapping[str, str]
     inter_broker_listener_name: str
     quorum_voters: tuple[Voter, ...]
+    #: ``controller.quorum.bootstrap.servers`` (host, port): a dynamic quorum (KIP-853) names these
+    #: instead of ``controller.quorum.voters``; the voters then come from the metadata log.
+    quorum_bootstrap_servers: tuple[tuple[str, int], ...]
     log_dirs: tuple[str, ...]
     metadata_log_dir: str
     software: SoftwareVersion
@@ -75,6 +78,9 @@ class ServerConfig:
     quorum_request_timeout_ms: int = 2000
     retry_backoff_ms: int = 20
     socket_request_max_bytes: int = 104_857_600
+    #: ``metadata.max.retention.ms`` and ``metadata.max.retention.bytes`` both -1 (Kafka's
+    #: unlimited retention): the metadata log keeps every segment behind its snapshots
+    metadata_log_retained: bool = False
     unstable_feature_versions_enable: bool = False
     metadata_max_idle_interval_ms: int = 500
     log_file: str | None = None
@@ -100,6 +106,11 @@ class ServerConfig:
     @property
     def voter_ids(self) -> tuple[int, ...]:
         return tuple(v.node_id for v in self.quorum_voters)
+
+    @property
+    def is_dynamic_quorum(self) -> bool:
+        """No static ``controller.quorum.voters``: the voters come from the VotersRecord."""
+        return not self.quorum_voters
 
     def voter(self, node_id: int) -> Voter | None:
         return next((v for v in self.quorum_voters if v.node_id == node_id), None)
@@ -165,6 +176,7 @@ class ServerConfig:
         protocol_map = _parse_protocol_map(parsed.text(map_name), controller_names,
                                            explicit=parsed.is_set(map_name))
         voters = _parse_voters(",".join(parsed.elements("controller.quorum.voters")))
+        bootstrap = _parse_bootstrap_servers(",".join(parsed.elements("controller.quorum.bootstrap.servers")))
         directories = log_dirs(parsed)
         if not directories:
             raise ConfigError("At least one log directory must be defined via log.dirs or log.dir.")
@@ -190,6 +202,7 @@ class ServerConfig:
             security_protocol_map=MappingProxyType(protocol_map),
             inter_broker_listener_name=inter_broker,
             quorum_voters=voters,
+            quorum_bootstrap_servers=bootstrap,
             log_dirs=directories,
             metadata_log_dir=metadata_dir,
             software=software,
@@ -202,6 +215,8 @@ class ServerConfig:
             quorum_request_timeout_ms=parsed.integer("controller.quorum.request.timeout.ms"),
             retry_backoff_ms=parsed.integer("controller.quorum.retry.backoff.ms"),
             socket_request_max_bytes=parsed.integer("socket.request.max.bytes"),
+            metadata_log_retained=(parsed.integer("metadata.max.retention.ms"),
+                                   parsed.integer("metadata.max.retention.bytes")) == (-1, -1),
             unstable_feature_versions_enable=unstable,
             metadata_max_idle_interval_ms=parsed.integer("metadata.max.idle.interval.ms"),
             log_file=parsed.text(LOG_FILE_CONFIG) or None,
@@ -216,12 +231,13 @@ class ServerConfig:
         voter_ids = set(self.voter_ids)
         voters = "{" + ", ".join(str(v) for v in sorted(voter_ids)) + "}"
         cln = "controller.listener.names"
-        if not voter_ids:
-            raise _E("If using process.roles, controller.quorum.voters must contain a parseable set of "
-                     "voters.")
+        if not voter_ids and not self.quorum_bootstrap_servers:
+            raise _E("If using process.roles, either controller.quorum.bootstrap.servers must contain the "
+                     "set of bootstrap controllers or controller.quorum.voters must contain a parseable set "
+                     "of controllers.")
         listener_names = {e.listener for e in self.listeners}
         if self.is_controller:
-            if self.node_id not in voter_ids:
+            if voter_ids and self.node_id not in voter_ids:
                 raise _E(f"If process.roles contains the 'controller' role, the node id {self.node_id} "
                          f"must be included in the set of voters controller.quorum.voters={voters}")
             if not self.controller_listeners:
@@ -326,6 +342,27 @@ def _parse_protocol_map(text: str, controller_names: tuple[str, ...], *, explici
         for name in controller_names:
             result.setdefault(name, "PLAINTEXT")
     return result
+
+
+def _parse_bootstrap_servers(text: str) -> tuple[tuple[str, int], ...]:
+    """``host:port,...`` with the checks and texts of Kafka's ``QuorumConfig.parseBootstrapServers``."""
+    out: list[tuple[str, int]] = []
+    name = "controller.quorum.bootstrap.servers"
+    for entry in (p.strip() for p in text.split(",")):
+        if not entry:
+            continue
+        host, colon, port_text = entry.rpartition(":")
+        host = host.strip("[]")
+        if not colon or not host:
+            raise ConfigError(f"Failed to parse host name from {entry} for the configuration {name}. Each "
+                              'entry should be in the form "{host}:{port}"')
+        try:
+            port = int(port_text)
+        except ValueError:
+            raise ConfigError(f"Failed to parse host port from {entry} for the configuration {name}. Each "
+                              'entry should be in the form "{host}:{port}"') from None
+        out.append((host, port))
+    return tuple(out)
 
 
 def _parse_voters(text: str) -> tuple[Voter, ...]:

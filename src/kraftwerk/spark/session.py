@@ -140,24 +140,13 @@ def build_session(master: str | None = DEFAULT_MASTER, *, ui: bool = False,
 
 def register(spark: SparkSession) -> None:
     """Ship kraftwerk's code to the session's executors (unless they run this interpreter), then
-    register the data sources: a Python data source carries the code paths of its registration."""
+    register the data sources (``kafka-log``, ``kafka-metadata``): a Python data source carries the
+    code paths of its registration."""
     from kraftwerk.spark.bundle import ship
+    from kraftwerk.spark.metadata_source import KafkaMetadataDataSource
     from kraftwerk.spark.source import KafkaLogDataSource
 
     ship(spark)
     spark.dataSource.register(KafkaLogDataSource)
+    spark.dataSource.register(KafkaMetadataDataSource)
 
-
-@contextlib.contextmanager
-def pipeline_session(master: str | None = DEFAULT_MASTER,
-                     extra: Mapping[str, str] | None = None) -> Iterator[SparkSession]:
-    """A session for one CLI run: an already active session is reused and left running."""
-    from pyspark.sql import SparkSession
-
-    existing = SparkSession.getActiveSession()
-    spark = build_session(master, extra=extra)
-    try:
-        yield spark
-    finally:
-        if existing is None:
-            spark.stop()

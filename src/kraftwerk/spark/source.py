@@ -24,7 +24,7 @@ import itertools
 import json
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -234,19 +234,40 @@ def partition_dirs_with_hadoop(spark: SparkSession, log_dirs: Sequence[str]) -> 
 _PARALLEL_LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
 
+#: Spark's logger that warns "All paths were ignored" for every root named ``_...`` it is given
+#: (``__cluster_metadata-0``, ``__consumer_offsets-N``), although its file index lists them
+_DATA_SOURCE_LOGGER = "org.apache.spark.sql.execution.datasources.DataSource"
+
+
 @contextmanager
 def _listing_on_the_driver(spark: SparkSession) -> Iterator[None]:
     """List any number of directories in the driver: only local or mounted paths are read, and the
-    driver stats every listed segment anyway, so a listing job on the executors buys nothing."""
+    driver stats every listed segment anyway, so a listing job on the executors buys nothing.
+    Spark's warning about roots whose names start with ``_`` is held back meanwhile: those roots
+    are the point."""
     previous = spark.conf.get(_PARALLEL_LISTING_THRESHOLD, None)
     spark.conf.set(_PARALLEL_LISTING_THRESHOLD, str(2**31 - 1))
+    restore = _set_jvm_log_level(spark, _DATA_SOURCE_LOGGER, "ERROR")
     try:
         yield
     finally:
+        restore()
         if previous is None:
             spark.conf.unset(_PARALLEL_LISTING_THRESHOLD)
         else:
             spark.conf.set(_PARALLEL_LISTING_THRESHOLD, previous)
+
+
+def _set_jvm_log_level(spark: SparkSession, logger: str, level: str) -> Callable[[], None]:
+    """Set one log4j logger's level in the driver JVM; returns what restores it (a no-op without a
+    JVM gateway, e.g. under Spark Connect)."""
+    jvm = getattr(spark.sparkContext, "_jvm", None)
+    if jvm is None:
+        return lambda: None
+    log4j = jvm.org.apache.logging.log4j
+    previous = log4j.LogManager.getLogger(logger).getLevel()
+    log4j.core.config.Configurator.setLevel(logger, log4j.Level.getLevel(level))
+    return lambda: log4j.core.config.Configurator.setLevel(logger, previous)
 
 
 def list_segments_with_spark(spark: SparkSession, log_dirs: Sequence[str]) -> list[tuple[str, int]]:
