@@ -3,6 +3,7 @@ and parsing never allocates more than the input can justify."""
 
 from __future__ import annotations
 
+import contextlib
 import tracemalloc
 from collections.abc import Callable
 from typing import Any
@@ -23,10 +24,8 @@ def parse_or_typed_error(parse: Callable[[], Any], errors: type[Exception] | tup
     """Run ``parse``: it returns a value or raises one of ``errors``; any other exception fails the
     test, and so does a peak allocation above what ``input_size`` bytes allow (measured on a second
     run, once the codec has built and cached its decoders)."""
-    try:
+    with contextlib.suppress(errors):
         parse()
-    except errors:
-        pass
     tracemalloc.start()
     try:
         try:
