@@ -139,5 +139,5 @@ def test_shape_refuses_what_the_record_version_cannot_hold() -> None:
         _shape(spec, 2, {"logDirs": [uid(1)]})
     with pytest.raises(AssertionError, match="RegisterBrokerRecord v0 cannot hold inControlledShutdown=True"):
         _shape(spec, 0, {"inControlledShutdown": True})
-    with pytest.raises(AssertionError, match="RegisterBrokerRecord has no field"):
-        _shape(spec, 3, {"brokerid": 1})
+    with pytest.raises(AssertionError, match=r"^RegisterBrokerRecord has no field\(s\) brokerid, rackid$"):
+        _shape(spec, 3, {"rackid": "r", "brokerid": 1})
