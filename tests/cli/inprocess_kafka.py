@@ -13,6 +13,7 @@ levels, which controller leads) and reads what was sent.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import uuid
 from collections.abc import Mapping
@@ -105,6 +106,20 @@ class _Listener:
         return self.cluster.serve(self.node, self.name, request)
 
 
+SERVER_LOGGERS = ("kraftwerk.controller", "kraftwerk.broker", "kraftwerk.image", "kraftwerk.runtime.server")
+"""What the cores and the server log: the server's log, not the tool's stderr (the CLI under test runs
+in this process and sends the root logger to its stderr)."""
+
+
+class _ServerLog(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
 class InProcessKafka:
     """``with InProcessKafka() as cluster: cluster.node(1).address`` — a combined node 1 of Kafka
     4.3 at the golden transcript's levels, unless told otherwise.
@@ -137,12 +152,17 @@ class InProcessKafka:
         self._finalized = dict(finalized)
         self._next_offset = next_offset
         self._allow_unsafe = allow_unsafe_downgrade
+        self.server_log = _ServerLog()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
 
     # ------------------------------------------------------------------ lifecycle
 
     def __enter__(self) -> InProcessKafka:
+        for name in SERVER_LOGGERS:
+            logger = logging.getLogger(name)
+            logger.propagate = False
+            logger.addHandler(self.server_log)
         self._thread.start()
         self._run(self._bind())
         self._run(self._start_cluster())
@@ -153,6 +173,10 @@ class InProcessKafka:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
         self._loop.close()
+        for name in SERVER_LOGGERS:
+            logger = logging.getLogger(name)
+            logger.removeHandler(self.server_log)
+            logger.propagate = True
 
     def _run(self, coro: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=30)
@@ -183,13 +207,15 @@ class InProcessKafka:
                 node.controller = QuorumController(
                     node.node_id, CLUSTER_ID, self.software, voters, bootstrap,
                     listeners=[self._endpoint(node, "CONTROLLER")], kraft_version=self.kraft_version,
+                    incarnation_id=uuid.UUID(int=node.node_id << 8 | 0xC0),
                     allow_unsafe_downgrade=self._allow_unsafe,
                     api_versions=self.api_ranges("CONTROLLER"))
                 self.log.join(node.controller)
             if node.node_id in self._brokers:
                 node.broker = BrokerNode(
                     node.node_id, CLUSTER_ID, self.software, [self._endpoint(node, "PLAINTEXT")],
-                    [uuid.UUID(int=node.node_id * 1000 + 7)], api_versions=self.api_ranges("PLAINTEXT"))
+                    [uuid.UUID(int=node.node_id * 1000 + 7)], api_versions=self.api_ranges("PLAINTEXT"),
+                    incarnation_id=uuid.UUID(int=node.node_id << 8 | 0xB0))
                 node.broker.set_kraft_version(self.kraft_version)
                 self.log.join(node.broker)
         first = self.nodes[self._controllers[0]].controller

@@ -118,8 +118,11 @@ def test_corrupt_framing_is_one_line_error(capsys: pytest.CaptureFixture[str], t
 
 
 def test_missing_file_and_unknown_suffix(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, _, err = _dump(capsys, "--files", str(tmp_path / "00000000000000000000.log"))
-    assert code == 1 and "cannot open" in err
+    missing = tmp_path / "00000000000000000000.log"
+    with pytest.raises(SystemExit) as usage:
+        _dump(capsys, "--files", str(missing))
+    assert usage.value.code == 2
+    assert f"argument --files: {missing}: No such file or directory" in capsys.readouterr().err
     (tmp_path / "x.txt").write_text("hi")
     code, _, err = _dump(capsys, "--files", str(tmp_path / "x.txt"))
     assert code == 0 and "Ignoring unknown file" in err

@@ -74,6 +74,7 @@ def listener(port: int, name: str = "PLAINTEXT") -> Endpoint:
 def controller(
     node_id: int = 1, voters: tuple[int, ...] = (1,), release: str = "4.3", **kw: Any
 ) -> QuorumController:
+    kw.setdefault("incarnation_id", uuid.UUID(int=node_id << 8 | 0xC0))
     return QuorumController(
         node_id,
         CLUSTER_ID,
@@ -85,6 +86,7 @@ def controller(
 
 
 def broker(node_id: int = 2, release: str = "4.3", **kw: Any) -> BrokerNode:
+    kw.setdefault("incarnation_id", uuid.UUID(int=node_id << 8 | 0xB0))
     return BrokerNode(
         node_id,
         CLUSTER_ID,
@@ -106,7 +108,7 @@ def call(
 ) -> dict[str, Any]:
     """Send a request to the controller; perform AppendThenRespond; return the decoded response."""
     req = roundtrip(api_key, version, body, Kind.REQUEST)
-    reply = ctl.handle_request(api_key, version, req, now_ms)
+    reply = ctl.handle_request(api_key, version, req, now_ms, next_offset=log.end)
     if isinstance(reply, Respond):
         return roundtrip(api_key, version, reply.body)
     log.append(reply.records)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from kraftwerk.controller.effects import WriteSnapshot
 from kraftwerk.controller.features import feature_level_record, noop_record
 from kraftwerk.controller.hosting import LeaderWatch, activate, snapshot_at_batch_end, timer_records
@@ -99,3 +103,18 @@ def test_the_snapshot_stays_when_moving_it_would_change_the_features_epoch() -> 
     ctl = log.controllers[0]
     assert ctl.image.features_epoch == log.end - 2  # the NoOpRecord does not move it
     assert snapshot_at_batch_end(effect, ctl.image, ctl.last_committed_offset) is effect
+
+
+def test_a_restarted_former_leader_is_not_active_until_it_wins_again(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # Raft restarts Resigned from a quorum-state that names this node as leader of epoch 3: the
+    # controller must neither become active nor claim (in the one log an operator reads after a
+    # failover) that it is the active controller of an empty log.
+    log = Log()
+    ctl = controller()
+    log.join(ctl)
+    with caplog.at_level(logging.INFO):
+        assert _observe(LeaderWatch(), ctl, None, leader_id=ctl.node_id, epoch=3, is_leader=False) is None
+    assert not ctl.is_active and ctl.leader_id is None
+    assert "Becoming the active controller" not in caplog.text
+    assert "appears to be empty" not in caplog.text

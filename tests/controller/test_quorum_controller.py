@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import logging
 import uuid
+from typing import Any
 
 import pytest
 
-from kraftwerk.broker import BrokerState
+from kraftwerk.broker import BrokerNode, BrokerState
 from kraftwerk.controller import (
     AppendThenRespond,
     FatalFaultError,
@@ -261,12 +262,18 @@ def test_registration_refused_for_old_software_stays_fenced(caplog: pytest.LogCa
     assert new.broker_epoch >= 0
 
 
-def test_duplicate_registration_and_cluster_id() -> None:
+def _registered_broker(node_id: int = 2) -> tuple[Log, Any, BrokerNode]:
+    """A controller with one registered, unfenced broker."""
     log, ctl = started()
-    b = broker(2)
+    b = broker(node_id)
     log.join(b)
     drive_broker(log, ctl, b, 0)  # type: ignore[arg-type]
     drive_broker(log, ctl, b, 1)  # type: ignore[arg-type]
+    return log, ctl, b
+
+
+def test_duplicate_registration_and_cluster_id() -> None:
+    log, ctl, _ = _registered_broker()
     other = broker(2, incarnation_id=uuid.uuid4())
     resp = call(log, ctl, 62, 5, other.registration_body() | {}, 2)  # type: ignore[arg-type]
     assert resp["errorCode"] == Errors.DUPLICATE_BROKER_REGISTRATION.code
@@ -274,6 +281,39 @@ def test_duplicate_registration_and_cluster_id() -> None:
     assert call(log, ctl, 62, 5, body, 2)["errorCode"] == Errors.INCONSISTENT_CLUSTER_ID.code  # type: ignore[arg-type]
     no_mv = broker(9).registration_body() | {"features": []}
     assert call(log, ctl, 62, 5, no_mv, 2)["errorCode"] == Errors.INVALID_REGISTRATION.code  # type: ignore[arg-type]
+
+
+def test_a_restarted_broker_is_a_new_incarnation_with_a_larger_epoch() -> None:
+    log, ctl, first = _registered_broker()
+
+    def register_offset(incarnation: uuid.UUID) -> int:
+        return next(i for i, r in enumerate(log.decoded())
+                    if r.spec.name == "RegisterBrokerRecord" and r.value["incarnationId"] == incarnation)
+
+    # Kafka's broker epoch: the offset of the broker's RegisterBrokerRecord
+    assert first.broker_epoch == register_offset(first.incarnation_id)
+    # killed -9 and restarted at once: the old incarnation's session is still valid, so the new
+    # one is refused and the registration stays the old one's, with nothing written
+    restarted = broker(2, incarnation_id=uuid.uuid4())
+    end = log.end
+    resp = call(log, ctl, 62, 5, restarted.registration_body(), 2000)  # type: ignore[arg-type]
+    assert resp["errorCode"] == Errors.DUPLICATE_BROKER_REGISTRATION.code and log.end == end
+    assert ctl.image.cluster.brokers[2].incarnation_id == first.incarnation_id  # type: ignore[attr-defined]
+    # the session expires, the controller fences the old incarnation; the new one registers
+    log.append(ctl.tick(20_000))  # type: ignore[attr-defined]
+    assert ctl.image.cluster.brokers[2].fenced  # type: ignore[attr-defined]
+    log.join(restarted)
+    # with two appended records not committed yet, the epoch is still the record's own offset
+    in_flight = [fc.noop_record(), fc.noop_record()]
+    reply = ctl.handle_request(  # type: ignore[attr-defined]
+        62, 5, restarted.registration_body(), 20_001, next_offset=log.end + len(in_flight))
+    log.append(in_flight)
+    log.append(reply.records)
+    restarted.handle_registration_response(reply.response_body, 20_001)
+    assert restarted.broker_epoch == register_offset(restarted.incarnation_id) > first.broker_epoch
+    # and the old process's heartbeats are fenced by the new epoch
+    stale = call(log, ctl, 63, 0, first.heartbeat_body(), 20_002)  # type: ignore[arg-type]
+    assert stale["errorCode"] == Errors.STALE_BROKER_EPOCH.code
 
 
 def test_controller_registration() -> None:
@@ -354,6 +394,19 @@ def test_update_features_v1_results_and_atomicity() -> None:
         {"feature": "transaction.version", "errorCode": 0, "errorMessage": None}
     ]
     assert ctl.image.features.finalized == {"transaction.version": 2}  # type: ignore[attr-defined]
+
+
+def test_disabling_an_unknown_feature_is_refused_and_writes_nothing() -> None:
+    log, ctl = started(MV.IBP_4_0_IV3)
+    before = log.end
+    for version in (1, 2):
+        resp = update(log, ctl, version, ("bogus.feature", 0, 2))
+        assert resp["errorCode"] == Errors.INVALID_UPDATE_VERSION.code
+        assert resp["errorMessage"] == (
+            "The update failed for all features since the following feature had an error: Invalid update "
+            "version 0 for feature bogus.feature. Feature bogus.feature not found."
+        )
+    assert log.end == before and "bogus.feature" not in ctl.image.features.finalized  # type: ignore[attr-defined]
 
 
 def test_validate_only_appends_nothing() -> None:

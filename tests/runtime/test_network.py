@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import struct
 import threading
@@ -16,6 +17,7 @@ from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.runtime import framing
 from kraftwerk.runtime.client import Connection, ReconnectingClient
 from kraftwerk.runtime.errors import ConnectionClosedError, FrameTooLargeError, NetworkError
+from kraftwerk.runtime.ratelimit import RateLimitedLog
 from kraftwerk.runtime.server import KafkaServer, Request
 
 
@@ -136,9 +138,64 @@ def test_unknown_api_versions_version_gets_v0_unsupported(tiny: tuple[ServerThre
     struct.pack(">i", 10) + struct.pack(">hhih", 60, 7, 1, -1),  # unsupported version
     struct.pack(">i", 9) + struct.pack(">hhih", 18, 0, 1, 40)[:9],  # truncated client id
 ])
-def test_garbage_closes_the_connection(tiny: tuple[ServerThread, TinyHandler], frame: bytes) -> None:
+def test_garbage_closes_the_connection(tiny: tuple[ServerThread, TinyHandler], frame: bytes,
+                                       caplog: pytest.LogCaptureFixture) -> None:
     server, _ = tiny
-    assert _raw_exchange(server.port, frame) == b""
+    with caplog.at_level(logging.WARNING, logger="kraftwerk.runtime.server"):
+        assert _raw_exchange(server.port, frame) == b""
+        server.server.close_connections()
+    # One WARN naming the peer, the listener, what was refused and why (as Kafka logs each).
+    refusals = [r.getMessage() for r in caplog.records if "Closing connection" in r.getMessage()]
+    assert len(refusals) == 1, refusals
+    assert "from 127.0.0.1:" in refusals[0] and "on listener PLAINTEXT" in refusals[0]
+    api_key, version = struct.unpack(">hh", frame[4:8]) if len(frame) >= 8 else (None, None)
+    if api_key is not None and abs(struct.unpack(">i", frame[:4])[0]) < 4096:
+        assert f"api key {api_key} v{version}" in refusals[0]
+    else:
+        assert "refused a frame: Invalid receive" in refusals[0]
+
+
+def test_refusals_are_rate_limited() -> None:
+    now = [0.0]
+    logger = logging.getLogger("test.refusals")
+    seen: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    handler = Collect()
+    logger.addHandler(handler)
+    try:
+        limited = RateLimitedLog(logger, burst=3, interval_s=10, clock=lambda: now[0])
+        assert [limited.warning("refused %d", i) for i in range(5)] == [True, True, True, False, False]
+        now[0] = 10.0
+        assert limited.warning("refused %d", 5)
+    finally:
+        logger.removeHandler(handler)
+    assert seen == ["refused 0", "refused 1", "refused 2",
+                    "(2 similar warning(s) suppressed in the last 10s)", "refused 5"]
+
+
+#: MetadataRequest v13 exactly as librdkafka 2.16 (confluent-kafka's AdminClient.list_topics) sends
+#: it: header v2 (client id "rdkafka"), then a body of null topics, two false booleans, no tagged
+#: fields, and three bytes after the body that Kafka's reader never looks at.
+LIBRDKAFKA_METADATA_V13 = bytes.fromhex("0003000d00000003000772646b61666b610000000000010000")
+
+
+def test_bytes_after_the_body_are_ignored_as_kafka_does() -> None:
+    parsed = framing.parse_request(LIBRDKAFKA_METADATA_V13, {3: (0, 13)})
+    assert parsed.header.client_id == "rdkafka" and parsed.header.correlation_id == 3
+    assert parsed.body["topics"] is None and parsed.body["allowAutoTopicCreation"] is False
+
+
+def test_unknown_tagged_fields_are_skipped_in_header_and_body() -> None:
+    spec = framing.request_spec(3)
+    body = codec.encode(spec, 13, {"topics": [], codec.UNKNOWN_TAGGED: [(77, b"future")]})
+    head = struct.pack(">hhi", 3, 13, 9) + struct.pack(">h", 1) + b"c" + b"\x01\x05\x03abc"  # tag 5
+    parsed = framing.parse_request(head + body, {3: (0, 13)})
+    assert parsed.body["topics"] == [] and parsed.header.correlation_id == 9
+    assert parsed.body[codec.UNKNOWN_TAGGED] == [(77, b"future")]
 
 
 def test_frame_size_check() -> None:

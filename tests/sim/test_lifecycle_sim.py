@@ -122,10 +122,12 @@ def test_upgrade_with_a_broker_on_old_software_is_rejected_naming_it() -> None:
     assert refused.error == "INVALID_UPDATE_VERSION"
     assert refused.message is not None and "Broker 5 only supports versions 1-21" in refused.message
     assert sim.committed_levels()[MV] == 21
-    # roll the broker left behind, then the same upgrade goes through and every node adopts it
+    # roll the broker left behind (a crash and a restart: its new incarnation is refused with
+    # DUPLICATE_BROKER_REGISTRATION until the old one's session expires and it is fenced), then the
+    # same upgrade goes through and every node adopts it
     sim.roll(5, "4.3", 300)
-    sim.at(12_000, lambda: outcomes.append(sim.update_features([(MV, 30, UPGRADE)])))
-    sim.run_until(15_000)
+    sim.at(25_000, lambda: outcomes.append(sim.update_features([(MV, 30, UPGRADE)])))
+    sim.run_until(28_000)
     assert outcomes[1].error == "NONE", outcomes[1].describe()
     sim.run_until_converged()
     assert _views_levels(sim) == {((MV, 30),)}

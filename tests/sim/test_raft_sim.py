@@ -66,7 +66,9 @@ def test_checker_rejects_two_leaders_in_an_epoch_and_a_lost_ack() -> None:
 def test_cli_runs_seeds_and_fails_with_the_replay_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sim", "raft", "--voters", "3", "--observers", "1", "--seeds", "2", "--start", "7"]) == 0
     assert "OK: 2 seeds" in capsys.readouterr().out
-    assert main(["sim", "raft", "--voters", "0", "--seeds", "1"]) == 1
+    with pytest.raises(SystemExit) as usage:  # refused by the parser: one line, exit 2
+        main(["sim", "raft", "--voters", "0", "--seeds", "1"])
+    assert usage.value.code == 2
 
 
 def test_seed_71249_a_voter_stuck_at_a_higher_epoch_rejoins() -> None:

@@ -153,7 +153,22 @@ def test_already_formatted(tmp_path: Path) -> None:
     assert (a / "meta.properties").read_bytes() == before
     assert read_meta_properties(a).directory_id != read_meta_properties(b).directory_id
     with pytest.raises(FormatError, match=r"Invalid cluster\.id"):
-        format_node(cluster_id="other", node_id=1, log_dirs=[a], ignore_formatted=True)
+        format_node(cluster_id="MkU3OEVBNTcwNTJENDM2Qk", node_id=1, log_dirs=[a], ignore_formatted=True)
+
+
+@pytest.mark.parametrize(("cluster_id", "why"), [
+    ("abc", "Input string `abc` decoded as 2 bytes, which is not equal to the expected 16 bytes of a "
+            "base64-encoded UUID"),
+    ("not/base64!", "Illegal base64 character 2f"),
+    ("MkU3OEVBNTcwNTJENDM2QkMkU3OEVB", "Input string with prefix `MkU3OEVBNTcwNTJENDM2QkMk` is too long to "
+                                      "be decoded as a base64 UUID"),
+])
+def test_a_cluster_id_that_is_not_a_uuid_is_refused_before_anything_is_written(
+        tmp_path: Path, cluster_id: str, why: str) -> None:
+    with pytest.raises(FormatError) as refused:
+        format_node(cluster_id=cluster_id, node_id=1, log_dirs=[tmp_path / "a"])
+    assert str(refused.value) == f"Cluster ID string {cluster_id} does not appear to be a valid UUID: {why}"
+    assert not (tmp_path / "a").exists()
 
 
 def test_crash_before_meta_properties_leaves_dir_unformatted(tmp_path: Path,

@@ -157,7 +157,7 @@ class BrokerNode:
         listeners: Sequence[Endpoint],
         log_dirs: Sequence[uuid.UUID] = (),
         *,
-        incarnation_id: uuid.UUID | None = None,
+        incarnation_id: uuid.UUID,
         rack: str | None = None,
         heartbeat_interval_ms: int = 2000,
         initial_backoff_ms: int = 100,
@@ -173,7 +173,9 @@ class BrokerNode:
         self.software = software
         self.listeners = tuple(listeners)
         self.log_dirs = tuple(log_dirs)
-        self.incarnation_id = incarnation_id or uuid.UUID(int=(node_id + 1) << 64 | 0xB0)
+        self.incarnation_id = incarnation_id
+        """New for every process start (Kafka's random Uuid), so the controller tells a restarted
+        broker from a retried registration, and a second process with this node.id from either."""
         self.rack = rack
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.initial_backoff_ms = initial_backoff_ms

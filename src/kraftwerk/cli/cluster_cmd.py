@@ -19,23 +19,36 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kraftwerk.cli.args import (
+    input_dir,
+    node_software_version,
+    non_negative_float,
+    non_negative_int,
+    output_dir,
+    positive_float,
+    positive_int,
+    release_version,
+    software_version,
+)
 from kraftwerk.cli.output import add_output_flag, print_json
-from kraftwerk.errors import KraftwerkError
 
 
 def register(groups: Any) -> None:
     parser = groups.add_parser("cluster", help="run a local cluster of real processes on loopback")
     commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
     up = commands.add_parser("up", help="format and start a local cluster")
-    up.add_argument("--dir", required=True, type=Path, help="the cluster's directory")
-    up.add_argument("--controllers", type=int, default=3, help="number of controllers (default 3)")
-    up.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
-    up.add_argument("--release-version", "-r", help="metadata.version to format at (default: latest stable)")
-    up.add_argument("--software-version", help="the Kafka release every node's software acts as "
-                                               "(kraftwerk.software.version; default: this software)")
-    up.add_argument("--node-software-version", action="append", default=[], metavar="ID=VERSION",
-                    help="run node ID on another software version (repeatable)")
-    up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for readiness (default 60)")
+    up.add_argument("--dir", required=True, type=output_dir, help="the cluster's directory")
+    up.add_argument("--controllers", type=positive_int, default=3, help="number of controllers (default 3)")
+    up.add_argument("--brokers", type=non_negative_int, default=3, help="number of brokers (default 3)")
+    up.add_argument("--release-version", "-r", type=release_version,
+                    help="metadata.version to format at (default: latest stable)")
+    up.add_argument("--software-version", type=software_version,
+                    help="the Kafka release every node's software acts as (kraftwerk.software.version; "
+                         "default: this software)")
+    up.add_argument("--node-software-version", action="append", type=node_software_version, default=[],
+                    metavar="ID=VERSION", help="run node ID on another software version (repeatable)")
+    up.add_argument("--timeout", type=positive_float, default=60.0,
+                    help="seconds to wait for readiness (default 60)")
     add_output_flag(up)
     up.set_defaults(func=_up)
     roll = commands.add_parser(
@@ -43,24 +56,26 @@ def register(groups: Any) -> None:
         description="Restart nodes one at a time (SIGTERM, wait for the exit, start, wait until ready) with "
                     "kraftwerk.software.version set to --software-version: standby controllers first, then "
                     "the active controller, then brokers, or the --node ids in the order given.")
-    roll.add_argument("--dir", required=True, type=Path)
-    roll.add_argument("--software-version", required=True,
+    roll.add_argument("--dir", required=True, type=input_dir)
+    roll.add_argument("--software-version", required=True, type=software_version,
                       help="the Kafka release the restarted nodes' software acts as "
                            "('latest': this software)")
-    roll.add_argument("--node", type=int, action="append", default=[], metavar="ID",
+    roll.add_argument("--node", type=non_negative_int, action="append", default=[], metavar="ID",
                       help="restart only this node (repeatable; default: every node)")
-    roll.add_argument("--timeout", type=float, default=60.0,
+    roll.add_argument("--timeout", type=positive_float, default=60.0,
                       help="seconds to wait for each node (default 60)")
-    roll.add_argument("--grace", type=float, default=10.0, help="seconds before SIGKILL (default 10)")
+    roll.add_argument("--grace", type=non_negative_float, default=10.0,
+                      help="seconds before SIGKILL (default 10)")
     add_output_flag(roll)
     roll.set_defaults(func=_roll)
     status = commands.add_parser("status", help="show each node, its role, software and finalized features")
-    status.add_argument("--dir", required=True, type=Path)
+    status.add_argument("--dir", required=True, type=input_dir)
     add_output_flag(status)
     status.set_defaults(func=_status)
     down = commands.add_parser("down", help="stop every node (SIGTERM, then SIGKILL)")
-    down.add_argument("--dir", required=True, type=Path)
-    down.add_argument("--grace", type=float, default=10.0, help="seconds before SIGKILL (default 10)")
+    down.add_argument("--dir", required=True, type=input_dir)
+    down.add_argument("--grace", type=non_negative_float, default=10.0,
+                      help="seconds before SIGKILL (default 10)")
     down.set_defaults(func=_down)
 
 
@@ -68,24 +83,20 @@ def _up(args: argparse.Namespace) -> int:
     from kraftwerk.runtime.errors import NodeError
     from kraftwerk.runtime.local_cluster import STATE_FILE, LocalCluster, format_cluster, plan_cluster
     from kraftwerk.storage.format import random_cluster_id
+    from kraftwerk.versions.metadata_version import MetadataVersion
 
     root: Path = args.dir
     if (root / STATE_FILE).exists() and any(n.pid for n in LocalCluster.load(root).nodes):
         raise NodeError(f"A cluster is already running in {root}; run `kraftwerk cluster down --dir {root}`")
-    if args.brokers < 0:
-        raise NodeError("--brokers must be at least 0")
-    root.mkdir(parents=True, exist_ok=True)
+    if args.release_version is not None:  # refused before anything is written, as format would
+        MetadataVersion.from_version_string(args.release_version)
     started = time.monotonic()
-    if args.software_version is not None:
-        _check_software(args.software_version)
+    software = None if args.software_version == "latest" else args.software_version
     cluster = plan_cluster(root.resolve(), random_cluster_id(), args.controllers, args.brokers,
-                           software_version=args.software_version)
-    for item in args.node_software_version:
-        node_id, sep, version = item.partition("=")
-        if not sep or not node_id.strip().isdigit():
-            raise NodeError(f"Invalid --node-software-version {item!r}: expected ID=VERSION")
-        _check_software(version.strip())
-        cluster.node(int(node_id)).software_version = version.strip()
+                           software_version=software)
+    for node_id, version in args.node_software_version:
+        cluster.node(node_id).software_version = None if version == "latest" else version
+    root.mkdir(parents=True, exist_ok=True)
     format_cluster(cluster, args.release_version)
     cluster.save()
     try:
@@ -121,18 +132,6 @@ def _up(args: argparse.Namespace) -> int:
     print(f"Controllers: {cluster.bootstrap_controllers}")
     print(cluster.bootstrap_servers or cluster.bootstrap_controllers)
     return 0
-
-
-def _check_software(version: str) -> None:
-    from kraftwerk.runtime.errors import NodeError
-    from kraftwerk.versions.software import SoftwareVersion
-
-    if version == "latest":
-        return
-    try:
-        SoftwareVersion.for_release(version)
-    except (KraftwerkError, ValueError) as exc:
-        raise NodeError(f"Invalid software version {version!r}: {exc}") from None
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -172,8 +171,6 @@ def _roll(args: argparse.Namespace) -> int:
     from kraftwerk.runtime.local_cluster import LocalCluster, LocalNode
 
     software = None if args.software_version == "latest" else args.software_version
-    if software is not None:
-        _check_software(software)
     cluster = LocalCluster.load(args.dir)
     restarted: list[dict[str, Any]] = []
 
@@ -194,9 +191,10 @@ def _down(args: argparse.Namespace) -> int:
     from kraftwerk.runtime.local_cluster import LocalCluster
 
     cluster = LocalCluster.load(args.dir)
-    # Brokers first, so they can shut down while a controller still answers.
-    order = cluster.brokers + [n for n in cluster.nodes if not n.is_broker]
-    killed = cluster.stop(order, grace_s=args.grace)
+    # Brokers first, and only then the controllers: a broker's controlled shutdown is a heartbeat
+    # that the active controller answers (Kafka's shouldShutDown), so the quorum must outlive it.
+    killed = cluster.stop(cluster.brokers, grace_s=args.grace)
+    killed += cluster.stop([n for n in cluster.nodes if not n.is_broker], grace_s=args.grace)
     print(f"Stopped {len(cluster.nodes)} node(s) in {args.dir}"
           + (f"; killed after {args.grace:g}s: {', '.join(map(str, killed))}" if killed else ""))
     return 0

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from kraftwerk.cli.main import UsageError
+from kraftwerk.cli.args import input_files, positive_int
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.protocol import codec, control_records, frame, json_form
 from kraftwerk.protocol.control_records import ControlRecordType
@@ -54,7 +54,7 @@ def register(groups: Any) -> None:
     parser = groups.add_parser(
         "dump-log", help="dump log segments, snapshots and indexes (kafka-dump-log.sh)",
         description="Parse log files and dump their contents, like kafka-dump-log.sh.")
-    parser.add_argument("--files", required=True,
+    parser.add_argument("--files", required=True, type=input_files,
                         help="REQUIRED: the comma separated list of data and index log files to be dumped")
     parser.add_argument("--deep-iteration", action="store_true",
                         help="iterate records, not only batches (implied by --print-data-log)")
@@ -63,7 +63,7 @@ def register(groups: Any) -> None:
                         help="decode record values as KRaft cluster metadata records")
     parser.add_argument("--skip-record-metadata", action="store_true",
                         help="skip metadata when printing records (also skips control records)")
-    parser.add_argument("--max-bytes", type=int, default=INT32_MAX,
+    parser.add_argument("--max-bytes", type=positive_int, default=INT32_MAX,
                         help="limit the bytes of batches read from each .log file")
     parser.add_argument("--verify-index-only", action="store_true",
                         help="verify index files without printing their entries")
@@ -88,8 +88,6 @@ class Options:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.max_bytes <= 0:
-        raise UsageError("--max-bytes must be positive")
     print_contents = args.print_data_log or args.cluster_metadata_decoder
     opts = Options(
         print_contents=print_contents,
@@ -102,8 +100,8 @@ def run(args: argparse.Namespace) -> int:
         json=args.output == "json",
     )
     problems: list[str] = []
-    for name in args.files.split(","):
-        path = Path(name)
+    for path in args.files:
+        name = str(path)
         if not opts.json:
             opts.out(f"Dumping {name}\n")
         suffix = path.suffix

@@ -10,12 +10,20 @@ stdout sorted by feature name; "N out of M operation(s) failed." goes to stderr 
 from __future__ import annotations
 
 import argparse
-import sys
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kraftwerk.cli.args import (
+    bootstrap_servers,
+    feature_level,
+    feature_name,
+    input_file,
+    non_negative_int,
+    release_version,
+)
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.cli.storage_cmd import print_feature_dependencies, print_version_mapping
 from kraftwerk.errors import KraftwerkError
@@ -25,6 +33,7 @@ from kraftwerk.runtime.admin_client import (
     AdminClientError,
     FeatureMetadata,
     FeatureUpdate,
+    MismatchedEndpointTypeError,
     UpdateResult,
     UpgradeType,
 )
@@ -34,6 +43,8 @@ from kraftwerk.versions.errors import VersionError
 from kraftwerk.versions.features import PRODUCTION_FEATURES
 from kraftwerk.versions.mapping import parse_feature_spec
 from kraftwerk.versions.metadata_version import MetadataVersion
+
+log = logging.getLogger(__name__)
 
 
 class FeatureCommandError(KraftwerkError):
@@ -58,19 +69,20 @@ def register(groups: Any) -> None:
     commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
 
     describe = commands.add_parser("describe", help="Describes the current active feature flags.")
-    describe.add_argument("--node-id", type=_node_id, help="Send request to specific node.")
+    describe.add_argument("--node-id", type=non_negative_int, help="Send request to specific node.")
     _add_connection_flags(describe, argparse.SUPPRESS)
     add_output_flag(describe)
     describe.set_defaults(func=_describe)
 
     for op in ("upgrade", "downgrade"):
         sub = commands.add_parser(op, help=f"{op.capitalize()} one or more feature flags.")
-        sub.add_argument("--metadata", help=f"DEPRECATED -- The level to which we should {op} the metadata. "
-                                            "For example, 3.3-IV3.")
-        sub.add_argument("--release-version",
+        sub.add_argument("--metadata", type=release_version,
+                         help=f"DEPRECATED -- The level to which we should {op} the metadata. For example, "
+                              "3.3-IV3.")
+        sub.add_argument("--release-version", type=release_version,
                          help=f"The release version to {op} all features to. For example, 3.9-IV0 will set "
                               "metadata.version=21 and kraft.version=1.")
-        sub.add_argument("--feature", action="append",
+        sub.add_argument("--feature", action="append", type=feature_level,
                          help=f"A feature {op} we should perform, in feature=level format. For example: "
                               "`metadata.version=5`.")
         if op == "downgrade":
@@ -84,7 +96,7 @@ def register(groups: Any) -> None:
     disable = commands.add_parser(
         "disable",
         help="Disable one or more feature flags. This is the same as downgrading the version to zero.")
-    disable.add_argument("--feature", action="append", help="A feature flag to disable.")
+    disable.add_argument("--feature", action="append", type=feature_name, help="A feature flag to disable.")
     disable.add_argument("--unsafe", action="store_true",
                          help="Disable this feature flag even if it may irreversibly destroy metadata.")
     disable.add_argument("--dry-run", action="store_true",
@@ -95,7 +107,7 @@ def register(groups: Any) -> None:
 
     mapping = commands.add_parser(
         "version-mapping", help="Look up the corresponding features for a given metadata version.")
-    mapping.add_argument("--release-version",
+    mapping.add_argument("--release-version", type=release_version,
                          help=f"The release version to use for the corresponding feature mapping. The "
                               f"minimum is {mvs.MINIMUM_VERSION}; the default is {mvs.LATEST_PRODUCTION}")
     _add_connection_flags(mapping, argparse.SUPPRESS)
@@ -104,7 +116,7 @@ def register(groups: Any) -> None:
 
     deps = commands.add_parser("feature-dependencies",
                                help="Look up dependencies for a given feature version.")
-    deps.add_argument("--feature", action="append", required=True,
+    deps.add_argument("--feature", action="append", required=True, type=feature_level,
                       help="The feature and version to look up dependencies for, in feature=version format.")
     _add_connection_flags(deps, argparse.SUPPRESS)
     add_output_flag(deps)
@@ -113,24 +125,14 @@ def register(groups: Any) -> None:
 
 def _add_connection_flags(parser: argparse.ArgumentParser, default: Any) -> None:
     """The global flags; accepted before the command (Kafka's place) and after it."""
-    parser.add_argument("--bootstrap-server", default=default,
+    parser.add_argument("--bootstrap-server", type=bootstrap_servers, default=default,
                         help="A comma-separated list of host:port pairs to use for establishing the "
                              "connection to the Kafka cluster.")
-    parser.add_argument("--bootstrap-controller", default=default,
+    parser.add_argument("--bootstrap-controller", type=bootstrap_servers, default=default,
                         help="A comma-separated list of host:port pairs to use for establishing the "
                              "connection to the KRaft quorum.")
-    parser.add_argument("--command-config", default=default,
+    parser.add_argument("--command-config", type=input_file, default=default,
                         help="Property file containing configs to be passed to Admin Client.")
-
-
-def _node_id(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid node id {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"the node id must be non-negative, got {value}")
-    return value
 
 
 # ---------------------------------------------------------------------- the admin client
@@ -197,8 +199,9 @@ def _load_command_config(path: str | None) -> dict[str, str]:
     props = {k: e.value for k, e in properties_dict(parse_properties(text, path)).items()}
     ignored = sorted(k for k in props if k not in _SUPPORTED_CONFIGS)
     if ignored:
-        print(f"Ignoring admin client config(s) that kraftwerk does not support: {', '.join(ignored)}",
-              file=sys.stderr)
+        # a warning in the log, as Kafka's AdminClientConfig logs "...supplied but are not used"
+        log.warning("Ignoring admin client config(s) that kraftwerk does not support: %s",
+                    ", ".join(k if k.isprintable() else ascii(k) for k in ignored))
     return props
 
 
@@ -369,7 +372,9 @@ def _update(args: argparse.Namespace) -> int:
         try:
             results = client.update_features(updates, validate_only=dry_run)
         except AdminClientError as exc:  # every feature fails with the same error, as Kafka's futures
-            results = {name: UpdateResult(_TIMEOUT, str(exc)) for name in updates}
+            mismatch = isinstance(exc, MismatchedEndpointTypeError)
+            error = Errors.MISMATCHED_ENDPOINT_TYPE if mismatch else _TIMEOUT
+            results = {name: UpdateResult(error, str(exc)) for name in updates}
     lines, failures = result_lines(args.op, updates, results, dry_run)
     if args.output == "json":
         print_json([{"feature": name, "level": updates[name].max_version_level,

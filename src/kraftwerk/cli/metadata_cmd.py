@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
-from kraftwerk.cli.main import UsageError
+from kraftwerk.cli.args import input_dir, input_file, output_file_or_dir, release_version
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.image.describe import describe_image, render_text
 from kraftwerk.image.errors import loss_message
@@ -37,8 +36,8 @@ def register(groups: Any) -> None:
         description="Replay a __cluster_metadata-0 directory (its latest snapshot and the log after "
                     "it) or one snapshot file, and print the resulting metadata image.")
     source = show.add_mutually_exclusive_group(required=True)
-    source.add_argument("--log-dir", type=Path, metavar="DIR", help="a __cluster_metadata-0 directory")
-    source.add_argument("--snapshot", type=Path, metavar="FILE", help="a .checkpoint snapshot file")
+    source.add_argument("--log-dir", type=input_dir, metavar="DIR", help="a __cluster_metadata-0 directory")
+    source.add_argument("--snapshot", type=input_file, metavar="FILE", help="a .checkpoint snapshot file")
     add_output_flag(show)
     show.set_defaults(func=_show)
 
@@ -48,13 +47,13 @@ def register(groups: Any) -> None:
                     "at the given metadata.version. Refuses when anything would be lost, unless "
                     "--unsafe is given.")
     rsource = rewrite.add_mutually_exclusive_group(required=True)
-    rsource.add_argument("--log-dir", type=Path, metavar="DIR", help="a __cluster_metadata-0 directory")
-    rsource.add_argument("--snapshot", type=Path, metavar="FILE", help="a .checkpoint snapshot file")
-    rewrite.add_argument("--metadata-version", required=True, metavar="VERSION",
+    rsource.add_argument("--log-dir", type=input_dir, metavar="DIR", help="a __cluster_metadata-0 directory")
+    rsource.add_argument("--snapshot", type=input_file, metavar="FILE", help="a .checkpoint snapshot file")
+    rewrite.add_argument("--metadata-version", required=True, type=release_version, metavar="VERSION",
                          help="target metadata.version, e.g. 3.7-IV0 or 3.7")
     rewrite.add_argument("--unsafe", action="store_true",
                          help="drop whatever the target version cannot represent (lossy)")
-    rewrite.add_argument("--out", type=Path, required=True, metavar="FILE",
+    rewrite.add_argument("--out", type=output_file_or_dir, required=True, metavar="FILE",
                          help="snapshot file to write (a directory gets Kafka's <offset>-<epoch>.checkpoint)")
     add_output_flag(rewrite)
     rewrite.set_defaults(func=_rewrite)
@@ -63,8 +62,6 @@ def register(groups: Any) -> None:
 def _load(args: argparse.Namespace) -> MetadataImage:
     if args.log_dir is not None:
         return load_log_dir(args.log_dir)
-    if not args.snapshot.is_file():
-        raise UsageError(f"{args.snapshot} is not a file")
     return load_snapshot_file(args.snapshot)
 
 

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from kraftwerk.cli.args import dir_list, output_dir, spark_master
 from kraftwerk.cli.main import UsageError
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.storage.fileio import atomic_write
@@ -44,8 +45,8 @@ def register(groups: Any) -> None:
         description="Scan every segment of the log dirs, write the batch table as Parquet and print a "
                     "summary per topic-partition (v0/v1 bytes, batches, records, offsets, corrupt batches).")
     _common(scan)
-    scan.add_argument("--out", required=True, metavar="DIR", help="directory for batches/ (Parquet) and "
-                                                                  "summary.json")
+    scan.add_argument("--out", required=True, type=output_dir, metavar="DIR",
+                      help="directory for batches/ (Parquet) and summary.json")
     scan.set_defaults(func=run_scan)
 
     up = commands.add_parser(
@@ -55,7 +56,7 @@ def register(groups: Any) -> None:
                     "touched; a second run changes nothing.")
     _common(up)
     where = up.add_mutually_exclusive_group()
-    where.add_argument("--out", metavar="DIR",
+    where.add_argument("--out", type=output_dir, metavar="DIR",
                        help="write converted segments under DIR/<log dir>/<partition>/")
     where.add_argument("--in-place", action="store_true",
                        help="replace segments in place (crash-safe swap; refused while a broker holds the "
@@ -65,9 +66,9 @@ def register(groups: Any) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--log-dirs", required=True, nargs="+", metavar="DIR",
+    p.add_argument("--log-dirs", required=True, nargs="+", type=dir_list, metavar="DIR",
                    help="broker log directories (space or comma separated, like log.dirs)")
-    p.add_argument("--master", default=None,
+    p.add_argument("--master", type=spark_master, default=None,
                    help=f"Spark master URL (default {DEFAULT_MASTER}; under spark-submit: its master)")
     p.add_argument("--no-spark", action="store_true", help="run in this process without Spark")
     add_output_flag(p)
@@ -189,6 +190,8 @@ def run_upconvert(args: argparse.Namespace) -> int:
     if not args.in_place and args.out is None and not args.dry_run:
         raise UsageError("upconvert needs --out DIR or --in-place (or --dry-run)")
     dirs = _log_dirs(args.log_dirs)
+    if not _split_existing(dirs)[0]:  # before a Spark session is started for nothing
+        raise ScanError("none of the log directories exists: " + ", ".join(dirs))
     out = None if args.out is None else Path(args.out).absolute()
     start = time.monotonic()
     with _status("Up-converting", _tty()) as update:
@@ -207,8 +210,6 @@ def run_upconvert(args: argparse.Namespace) -> int:
                 outcomes = upconvert_job(spark, dirs, in_place=args.in_place, out_dir=out,
                                          dry_run=args.dry_run, progress=progress)
     elapsed = time.monotonic() - start
-    if all(o.status is Status.MISSING for o in outcomes):
-        raise ScanError("none of the log directories exists: " + ", ".join(dirs))
     outcomes.sort(key=lambda o: (o.log_dir, o.topic, o.partition, o.base_offset))
     counts = {s.value: sum(1 for o in outcomes if o.status is s) for s in Status}
     problems = [o for o in outcomes if o.status.is_problem]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import binascii
-import json
 from typing import Any
 
+from kraftwerk.cli.args import api_name, hex_bytes, json_value, non_negative_int
 from kraftwerk.cli.main import UsageError
 from kraftwerk.cli.output import print_json
 from kraftwerk.protocol import codec, frame, json_form, registry
@@ -18,12 +18,13 @@ def register(groups: Any) -> None:
     commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
     for name, func, what in (("decode", _decode, "HEX bytes to JSON"), ("encode", _encode, "JSON to HEX")):
         sub = commands.add_parser(name, help=f"{what}")
-        sub.add_argument("--api", required=True,
+        sub.add_argument("--api", required=True, type=api_name,
                          help="Kafka's message name: UpdateFeatures, FeatureLevelRecord, "
                               "FEATURE_LEVEL_RECORD")
         sub.add_argument("--kind", required=True, choices=("request", "response", "record"))
-        sub.add_argument("--version", type=int, required=True)
-        sub.add_argument("input", metavar="HEX" if name == "decode" else "JSON")
+        sub.add_argument("--version", type=non_negative_int, required=True)
+        sub.add_argument("input", metavar="HEX" if name == "decode" else "JSON",
+                         type=hex_bytes if name == "decode" else json_value)
         sub.set_defaults(func=func)
 
 
@@ -35,10 +36,7 @@ def _spec(args: argparse.Namespace) -> MessageSpec:
 
 def _decode(args: argparse.Namespace) -> int:
     spec = _spec(args)
-    try:
-        data = bytes.fromhex(args.input.strip())
-    except ValueError:
-        raise UsageError("input is not hexadecimal") from None
+    data: bytes = args.input
     if spec.kind is Kind.METADATA:
         rec = frame.decode_metadata_record(data)
         if rec.spec is not spec or rec.version != args.version:
@@ -55,11 +53,7 @@ def _decode(args: argparse.Namespace) -> int:
 
 def _encode(args: argparse.Namespace) -> int:
     spec = _spec(args)
-    try:
-        obj = json.loads(args.input)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"input is not valid JSON: {exc}") from None
-    value = json_form.from_json(spec, args.version, obj)
+    value = json_form.from_json(spec, args.version, args.input)
     if spec.kind is Kind.METADATA:
         data = frame.encode_metadata_record(spec, args.version, value)
     else:

@@ -1,6 +1,9 @@
 """``kraftwerk server start --config server.properties``: run one KRaft node (``kafka-server-start.sh``).
 
-The process logs to stderr (and to ``kraftwerk.log.file`` / ``--log-file`` when set), writes
+The process logs to stderr (and to ``kraftwerk.log.file`` / ``--log-file`` when set) at INFO or
+``--log-level``, with per-logger levels from ``KRAFTWERK_LOG_LEVELS`` (``logger=LEVEL,...``, e.g.
+``kraftwerk.request=DEBUG`` for one line per request, as Kafka's ``KAFKA_LOG4J_OPTS`` points its
+scripts at a log4j file), writes
 ``kraftwerk.ready`` into its metadata log dir once it serves, shuts down gracefully on SIGTERM or
 SIGINT (exit 0), and exits 1 on a fatal fault (e.g. an unsupported FeatureLevelRecord).
 """
@@ -10,13 +13,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 from typing import Any
 
+from kraftwerk.cli.args import input_file, key_value, log_level, output_file
 from kraftwerk.runtime.config import ServerConfig
+from kraftwerk.runtime.errors import ConfigError
 
 LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
+LOG_LEVELS_ENV = "KRAFTWERK_LOG_LEVELS"
 
 
 def register(groups: Any) -> None:
@@ -27,10 +34,11 @@ def register(groups: Any) -> None:
         description="Start a node as kafka-server-start.sh does: process.roles, node.id, listeners, "
                     "controller.quorum.voters, log.dirs, metadata.log.dir, ... plus "
                     "kraftwerk.software.version (the Kafka release whose feature ranges the node supports).")
-    start.add_argument("--config", "-c", required=True, metavar="FILE", help="the server.properties file")
-    start.add_argument("--log-file", metavar="FILE",
+    start.add_argument("--config", "-c", required=True, type=input_file, metavar="FILE",
+                       help="the server.properties file")
+    start.add_argument("--log-file", type=output_file, metavar="FILE",
                        help="also log to this file (overrides kraftwerk.log.file)")
-    start.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+    start.add_argument("--override", action="append", type=key_value, default=[], metavar="KEY=VALUE",
                        help="override a property of the config file (repeatable), as Kafka's --override")
     start.set_defaults(func=_start)
 
@@ -47,22 +55,22 @@ def _configure_logging(level: str, log_file: str | None) -> None:
         handler.setFormatter(formatter)
         root.addHandler(handler)
     root.setLevel(level)
+    for item in os.environ.get(LOG_LEVELS_ENV, "").split(","):
+        name, sep, value = item.partition("=")
+        if sep:
+            try:
+                logging.getLogger(name.strip()).setLevel(log_level(value))
+            except argparse.ArgumentTypeError as exc:
+                raise ConfigError(f"{LOG_LEVELS_ENV}: {exc}") from None
 
 
 def _start(args: argparse.Namespace) -> int:
-    from kraftwerk.runtime.errors import ConfigError
-
     config = ServerConfig.load(args.config)
     if args.override:
-        props = dict(config.raw)
-        for item in args.override:
-            key, sep, value = item.partition("=")
-            if not sep:
-                raise ConfigError(f"Invalid override {item!r}: expected KEY=VALUE")
-            props[key.strip()] = value.strip()
-        config = ServerConfig.from_properties(props)
-    level = args.log_level.upper() if args.log_level.upper() != "WARNING" else "INFO"
-    _configure_logging(level, args.log_file or config.log_file)
+        config = ServerConfig.from_properties({**config.raw, **dict(args.override)})
+    # A node logs at INFO unless --log-level says otherwise (kraftwerk's own default is WARNING).
+    log_file = args.log_file or config.log_file
+    _configure_logging(args.log_level or "INFO", str(log_file) if log_file else None)
     return asyncio.run(_run(config))
 
 
@@ -89,18 +97,20 @@ def main(argv: list[str] | None = None) -> int:
     It builds only this group's parser, so a node process never depends on the other command
     groups importing cleanly; errors are one stderr line and exit 1, as in ``kraftwerk``.
     """
-    import argparse as _argparse
-
+    from kraftwerk.cli.main import ArgumentParser, describe_os_error
     from kraftwerk.errors import KraftwerkError
 
-    parser = _argparse.ArgumentParser(prog="kraftwerk")
-    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    parser = ArgumentParser(prog="kraftwerk")
+    parser.add_argument("--log-level", type=log_level, default="INFO", help="logging level (default INFO)")
     register(parser.add_subparsers(dest="group", metavar="<group>", required=True))
     args = parser.parse_args(["server", *(sys.argv[1:] if argv is None else argv)])
     try:
         code: int = args.func(args)
     except KraftwerkError as exc:
         print(str(exc), file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(describe_os_error(exc), file=sys.stderr)
         return 1
     return code
 

@@ -7,14 +7,10 @@ import sys
 import time
 from typing import Any
 
+from kraftwerk.cli.args import non_negative_int, positive_int
 from kraftwerk.cli.output import add_output_flag, print_json
-from kraftwerk.errors import KraftwerkError
 from kraftwerk.sim.lifecycle import register_lifecycle
 from kraftwerk.sim.runner import Scenario, SeedResult, SimConfig, run_seed
-
-
-class SimUsageError(KraftwerkError):
-    """Bad simulator flags."""
 
 
 def register(groups: Any) -> None:
@@ -30,11 +26,13 @@ def register(groups: Any) -> None:
         "(after the remaining seeds with --keep-going), printing the seed, its config, the "
         "event trace tail and the command that replays it.",
     )
-    raft.add_argument("--voters", type=int, default=3, help="number of voters (default 3)")
-    raft.add_argument("--observers", type=int, default=0, help="number of observers (default 0)")
-    raft.add_argument("--seeds", type=int, default=100, metavar="COUNT", help="how many seeds (default 100)")
-    raft.add_argument("--start", type=int, default=0, metavar="SEED", help="first seed (default 0)")
-    raft.add_argument("--events", type=int, default=8, help="fault events per seed (default 8)")
+    raft.add_argument("--voters", type=positive_int, default=3, help="number of voters (default 3)")
+    raft.add_argument("--observers", type=non_negative_int, default=0, help="number of observers (default 0)")
+    raft.add_argument("--seeds", type=positive_int, default=100, metavar="COUNT",
+                      help="how many seeds (default 100)")
+    raft.add_argument("--start", type=non_negative_int, default=0, metavar="SEED",
+                      help="first seed (default 0)")
+    raft.add_argument("--events", type=non_negative_int, default=8, help="fault events per seed (default 8)")
     raft.add_argument(
         "--scenario",
         choices=[s.value for s in Scenario],
@@ -53,10 +51,6 @@ def register(groups: Any) -> None:
 
 
 def _raft(args: argparse.Namespace) -> int:
-    if args.voters < 1:
-        raise SimUsageError("--voters must be at least 1")
-    if args.observers < 0 or args.seeds < 1 or args.events < 0:
-        raise SimUsageError("--observers and --events must be >= 0 and --seeds >= 1")
     base = SimConfig(
         voters=args.voters,
         observers=args.observers,

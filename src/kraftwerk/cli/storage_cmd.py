@@ -12,6 +12,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kraftwerk.cli.args import (
+    cluster_id,
+    feature_level,
+    initial_controllers,
+    input_file,
+    release_or_level,
+    release_version,
+)
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.protocol.json_form import uuid_to_str
 from kraftwerk.storage.errors import StorageError
@@ -42,7 +50,7 @@ def _add_version_mapping(commands: Any) -> None:
         description="Look up the feature levels that correspond to a release version. Without "
                     "--release-version, the latest stable metadata.version is used.",
     )
-    sub.add_argument("--release-version", "-r", metavar="VERSION",
+    sub.add_argument("--release-version", "-r", type=release_version, metavar="VERSION",
                      help=f"release version, e.g. 3.9 or 3.9-IV0 (default {mvs.LATEST_PRODUCTION})")
     add_output_flag(sub)
     sub.set_defaults(func=print_version_mapping)
@@ -65,7 +73,8 @@ def _add_feature_dependencies(commands: Any) -> None:
         help="the dependencies of feature levels",
         description="Look up the dependencies of one or more feature levels (any defined level).",
     )
-    sub.add_argument("--feature", "-f", action="append", required=True, metavar="NAME=LEVEL",
+    sub.add_argument("--feature", "-f", action="append", required=True, type=feature_level,
+                     metavar="NAME=LEVEL",
                      help="feature and level to look up, e.g. eligible.leader.replicas.version=1 "
                           "(repeatable)")
     add_output_flag(sub)
@@ -93,24 +102,27 @@ def _add_format(commands: Any) -> None:
         description="Format the Kafka log directories on this node: write meta.properties and "
                     "bootstrap.checkpoint (and, with a dynamic quorum, the zero snapshot).",
     )
-    sub.add_argument("--config", "-c", required=True, help="the Kafka configuration file to use")
-    sub.add_argument("--cluster-id", "-t", required=True, help="the cluster ID to use")
+    sub.add_argument("--config", "-c", required=True, type=input_file,
+                     help="the Kafka configuration file to use")
+    sub.add_argument("--cluster-id", "-t", required=True, type=cluster_id,
+                     help="the cluster ID to use (what random-uuid prints)")
     sub.add_argument("--ignore-formatted", "-g", action="store_true",
                      help="skip directories that are already formatted instead of failing")
-    sub.add_argument("--release-version", "-r", metavar="VERSION",
+    sub.add_argument("--release-version", "-r", type=release_version, metavar="VERSION",
                      help=f"the release version for the initial feature settings; the minimum is "
                           f"{mvs.MINIMUM_VERSION}, the default {mvs.LATEST_PRODUCTION}")
-    sub.add_argument("--metadata-version", metavar="VERSION_OR_LEVEL",
+    sub.add_argument("--metadata-version", type=release_or_level, metavar="VERSION_OR_LEVEL",
                      help="KIP-778's flag: a metadata.version string (like --release-version) or a "
                           "numeric level (like --feature metadata.version=N)")
-    sub.add_argument("--feature", "-f", action="append", metavar="NAME=LEVEL",
+    sub.add_argument("--feature", "-f", action="append", type=feature_level, metavar="NAME=LEVEL",
                      help="a feature level, e.g. kraft.version=1 (repeatable)")
     quorum = sub.add_mutually_exclusive_group()
     quorum.add_argument("--standalone", "-s", action="store_true",
                         help="initialize a controller as a single-node dynamic quorum")
     quorum.add_argument("--no-initial-controllers", "-N", action="store_true",
                         help="initialize a server without specifying a dynamic quorum")
-    quorum.add_argument("--initial-controllers", "-I", metavar="ID@HOST:PORT:DIR,...",
+    quorum.add_argument("--initial-controllers", "-I", type=initial_controllers,
+                        metavar="ID@HOST:PORT:DIR,...",
                         help="initialize a server with this dynamic quorum")
     add_output_flag(sub)
     sub.set_defaults(func=_format)
@@ -198,7 +210,8 @@ def _random_uuid(args: argparse.Namespace) -> int:
 def _add_info(commands: Any) -> None:
     sub = commands.add_parser("info", help="information about the log directories of this node",
                               description="Get information about the Kafka log directories on this node.")
-    sub.add_argument("--config", "-c", required=True, help="the Kafka configuration file to use")
+    sub.add_argument("--config", "-c", required=True, type=input_file,
+                     help="the Kafka configuration file to use")
     add_output_flag(sub)
     sub.set_defaults(func=_info)
 
@@ -261,7 +274,10 @@ def storage_info(config: StorageConfig) -> tuple[list[str], dict[str, Any], int]
 
 
 def _info(args: argparse.Namespace) -> int:
-    lines, facts, code = storage_info(StorageConfig.load(args.config))
+    config = StorageConfig.load(args.config)
+    if config.node_id < 0:  # Kafka's KafkaConfig refuses the file before the tool looks at anything
+        raise FormatError('Missing required configuration "node.id" which has no default value.')
+    lines, facts, code = storage_info(config)
     if args.output == "json":
         print_json(facts)
     else:

@@ -263,6 +263,10 @@ def check_update(
             work.records.append(noop_record())
             work.kraft_version_upgrade = level
     else:
+        if name not in state.local_supported and feature_catalogue.Feature.lookup(name) is None:
+            # Level 0 of an unknown feature passes the support checks; Kafka's
+            # Features.featureFromName then refuses it, so nothing is written for it.
+            raise invalid_update_version(name, level, f"Feature {name} not found.")
         _validate_dependencies(name, level, proposed)
         work.records.append(feature_level_record(name, level))
 
@@ -270,7 +274,7 @@ def check_update(
 def _validate_dependencies(name: str, level: int, proposed: Mapping[str, int]) -> None:
     feature = feature_catalogue.Feature.lookup(name)
     if feature is None:
-        return  # the support checks already refused unknown features at non-zero levels
+        return  # a feature this software supports outside the catalogue (Kafka's test features)
     try:
         definition = feature.from_feature_level(level, allow_unstable=True)
     except UnknownFeatureLevelError as exc:

@@ -74,7 +74,10 @@ class LeaderWatch:
             if broker is not None:
                 broker.set_controller(leader_id)
             if controller is not None and not is_leader:
-                controller.on_leader_change(leader_id, epoch, now_ms, False)
+                # Raft names this node while it is not leading (restarted as Resigned from its
+                # quorum-state): nobody is active until the next election, certainly not us.
+                known = None if leader_id == controller.node_id else leader_id
+                controller.on_leader_change(known, epoch, now_ms, False)
         committed = high_watermark is not None and high_watermark > epoch_start_offset
         if self.activation_pending and controller is not None and is_leader and committed:
             self.activation_pending = False

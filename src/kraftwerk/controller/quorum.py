@@ -205,7 +205,7 @@ class QuorumController:
         bootstrap_source: str = ACTIVATION_SOURCE_DEFAULT,
         session_timeout_ms: int = 9000,
         listeners: Sequence[Endpoint] = (),
-        incarnation_id: uuid.UUID | None = None,
+        incarnation_id: uuid.UUID,
         kraft_version: int = 0,
         allow_unsafe_downgrade: bool = True,
         snapshot_on_version_change: bool = True,
@@ -220,7 +220,7 @@ class QuorumController:
         self.bootstrap_source = bootstrap_source
         self.session_timeout_ms = session_timeout_ms
         self.listeners = tuple(listeners)
-        self.incarnation_id = incarnation_id or uuid.UUID(int=(node_id + 1) << 64 | 0xC0)
+        self.incarnation_id = incarnation_id  # new for every process start, as Kafka's
         self.kraft_version = kraft_version
         self.allow_unsafe_downgrade = allow_unsafe_downgrade
         self.default_min_isr = default_min_isr
@@ -234,7 +234,6 @@ class QuorumController:
         self.epoch = -1
         self._active = False
         self._last_contact: dict[int, int] = {}
-        self._next_broker_epoch = 0
         # What this active controller has appended but not yet replayed. Kafka's controller applies
         # its own records before they commit, so a registration and a feature update racing each
         # other are judged against each other; the image alone is the committed state.
@@ -242,6 +241,7 @@ class QuorumController:
         self._inflight_levels: dict[str, int] = {}
         self._fencing: set[int] = set()
         self._self_registration_sent_offset = -2
+        self._next_offset = 0  # of the request being handled (see handle_request)
 
     # ------------------------------------------------------------------ state
 
@@ -338,8 +338,6 @@ class QuorumController:
         )
         # Every registered broker gets a fresh session from now (Kafka touches them all).
         self._last_contact = {b: now_ms for b in self.image.cluster.brokers}
-        epochs = [b.epoch for b in self.image.cluster.brokers.values()]
-        self._next_broker_epoch = max([self.last_committed_offset + 1, *[e + 1 for e in epochs]])
         txn_start = self._replayer.txn_start_offset
         if log_is_empty or self.image.metadata_version is None:
             act = activation_records_for_empty_log(
@@ -415,10 +413,23 @@ class QuorumController:
     # ------------------------------------------------------------------ requests
 
     def handle_request(
-        self, api_key: int, version: int, body: Mapping[str, Any], now_ms: int
+        self,
+        api_key: int,
+        version: int,
+        body: Mapping[str, Any],
+        now_ms: int,
+        *,
+        next_offset: int | None = None,
     ) -> Respond | AppendThenRespond:
         """Answer one controller RPC (body and response are codec dicts at ``version``, trimmed to
-        the fields that version has)."""
+        the fields that version has).
+
+        ``next_offset`` is the offset the host's log gives the next record it appends (raft's log end
+        offset): a new broker registration's epoch is the offset of its RegisterBrokerRecord, as
+        Kafka's. None means right after the committed log, exact only when nothing appended is
+        still uncommitted (the tests' instant log).
+        """
+        self._next_offset = self.last_committed_offset + 1 if next_offset is None else next_offset
         reply = self._handle(api_key, version, body, now_ms)
         if isinstance(reply, Respond):
             return Respond(shape_response(api_key, version, reply.body))
@@ -641,15 +652,17 @@ class QuorumController:
                 "[QuorumController id=%d] Unable to register broker %d: %s", self.node_id, broker_id, err
             )
             raise err
-        if existing is not None and existing.incarnation_id == incarnation:
-            epoch = existing.epoch  # a retried registration keeps its epoch (Kafka's idempotent path)
-            if not self._registration_changed(existing, body, ranges):
+        amending = existing is not None and existing.incarnation_id == incarnation
+        prior = existing if amending else None
+        if prior is not None:
+            epoch = prior.epoch  # a retried registration keeps its epoch (Kafka's amending path)
+            if not self._registration_changed(prior, body, ranges):
                 self._last_contact[broker_id] = now_ms
                 return AppendThenRespond((), {"throttleTimeMs": 0, "errorCode": 0, "brokerEpoch": epoch})
-        # Kafka's broker epoch is the offset of the RegisterBrokerRecord; ours is at least the next
-        # offset after the committed log and strictly increasing.
-        epoch = max(self._next_broker_epoch, self.last_committed_offset + 1)
-        self._next_broker_epoch = epoch + 1
+        else:
+            # A new incarnation: the broker epoch is the offset of its RegisterBrokerRecord (Kafka's
+            # nextWriteOffset), so a restart gets a larger epoch and the old process's requests fail.
+            epoch = self._next_offset
         record_version = mv.register_broker_record_version()
         value: dict[str, Any] = {
             "brokerId": broker_id,
@@ -662,8 +675,9 @@ class QuorumController:
                 for n, r in sorted(ranges.items())
             ],
             "rack": body.get("rack"),
-            "fenced": True,
-            "inControlledShutdown": False,
+            # Amending keeps the fencing state (Kafka's); a new incarnation starts fenced.
+            "fenced": prior.fenced if prior is not None else True,
+            "inControlledShutdown": prior.in_controlled_shutdown if prior is not None else False,
         }
         if record_version >= 3:
             value["logDirs"] = list(body.get("logDirs") or ())
@@ -676,9 +690,13 @@ class QuorumController:
         value = _shape(lookup_record("RegisterBrokerRecord"), record_version, value)
         self._last_contact[broker_id] = now_ms
         log.info(
-            "[QuorumController id=%d] Registering broker %d with epoch %d (RegisterBrokerRecord v%d).",
+            "[QuorumController id=%d] %s broker %d, incarnation ID %s (previous %s), with broker epoch %d "
+            "(RegisterBrokerRecord v%d).",
             self.node_id,
+            "Amending the registration of" if amending else "Registering a new incarnation of",
             broker_id,
+            incarnation,
+            existing.incarnation_id if existing is not None else None,
             epoch,
             record_version,
         )
@@ -880,7 +898,7 @@ class QuorumController:
             version = int.from_bytes(data[2:4], "big", signed=True)
             req_spec = by_api_key(Kind.REQUEST, api_key)
             header, pos = decode_request_header(data, request_header_version(req_spec, version))
-            inner = codec.decode(req_spec, version, data[pos:])
+            inner, _ = codec.decode_from(req_spec, version, data, pos)  # trailing bytes ignored, as Kafka
         except (ProtocolError, IndexError, ValueError):
             return Respond({"responseData": None, "errorCode": Errors.INVALID_REQUEST.code})
         if api_key == ENVELOPE or api_key not in (
@@ -892,7 +910,7 @@ class QuorumController:
             return Respond({"responseData": None, "errorCode": Errors.INVALID_REQUEST.code})
         if not self._active:
             return Respond({"responseData": None, "errorCode": Errors.NOT_CONTROLLER.code})
-        reply = self.handle_request(api_key, version, inner, now_ms)
+        reply = self.handle_request(api_key, version, inner, now_ms, next_offset=self._next_offset)
         correlation = header["correlationId"]
 
         def wrap(response: Body) -> Body:

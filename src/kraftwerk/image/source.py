@@ -15,7 +15,12 @@ from kraftwerk.image.loader import MetadataBatch, load_snapshot, replay_batches
 from kraftwerk.image.model import EMPTY_IMAGE, MetadataImage
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.storage.errors import StorageError
-from kraftwerk.storage.metadata_log import iter_metadata_batches, latest_snapshot, parse_snapshot_file_name
+from kraftwerk.storage.metadata_log import (
+    iter_metadata_batches,
+    iter_snapshot_batches,
+    latest_snapshot,
+    parse_snapshot_file_name,
+)
 from kraftwerk.storage.segment import list_segments
 
 log = logging.getLogger(__name__)
@@ -25,10 +30,13 @@ class MetadataSourceError(ImageError):
     """A metadata log directory or file that cannot be read as one."""
 
 
-def read_batches(path: Path, *, min_offset: int = 0) -> Iterator[MetadataBatch]:
-    """The batches of one segment or snapshot file (records below ``min_offset`` skipped)."""
+def read_batches(path: Path, *, min_offset: int = 0, snapshot: bool = False) -> Iterator[MetadataBatch]:
+    """The batches of one segment (records below ``min_offset`` skipped) or, with ``snapshot``, of
+    a snapshot file, whose header and footer records are checked as Kafka's snapshot reader does."""
     try:
-        for batch in iter_metadata_batches(path, min_offset=min_offset):
+        batches = iter_snapshot_batches(path) if snapshot else iter_metadata_batches(path,
+                                                                                    min_offset=min_offset)
+        for batch in batches:
             records = tuple((e.offset, e.record) for e in batch.entries
                             if isinstance(e.record, MetadataRecord))
             yield MetadataBatch(batch.base_offset, batch.last_offset, batch.leader_epoch,
@@ -42,7 +50,7 @@ def load_snapshot_file(path: Path, image: MetadataImage = EMPTY_IMAGE) -> Metada
     parsed = parse_snapshot_file_name(Path(path).name)
     end_offset, epoch = (-1, -1) if parsed is None else (parsed.snapshot_id.end_offset,
                                                          parsed.snapshot_id.epoch)
-    return load_snapshot(read_batches(path), image, end_offset, epoch)
+    return load_snapshot(read_batches(path, snapshot=True), image, end_offset, epoch)
 
 
 def load_log_dir(directory: Path) -> MetadataImage:
@@ -64,8 +72,8 @@ def load_log_dir(directory: Path) -> MetadataImage:
     start = 0
     if snap is not None:
         log.info("Loading snapshot %s", snap.path.name)
-        image = load_snapshot(read_batches(snap.path), EMPTY_IMAGE, snap.snapshot_id.end_offset,
-                              snap.snapshot_id.epoch)
+        image = load_snapshot(read_batches(snap.path, snapshot=True), EMPTY_IMAGE,
+                              snap.snapshot_id.end_offset, snap.snapshot_id.epoch)
         start = snap.snapshot_id.end_offset
     batches = (b for seg in segments for b in read_batches(seg.log_path, min_offset=start))
     return replay_batches(batches, image)

@@ -20,14 +20,25 @@ def uuid_to_str(value: uuid.UUID) -> str:
 
 
 def uuid_from_str(text: str) -> uuid.UUID:
-    """Parse Kafka's Uuid string form (22 characters of URL-safe base64)."""
-    try:
-        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (binascii.Error, ValueError):
-        raise EncodeError(f"invalid Kafka UUID {text!r}") from None
+    """Kafka's ``Uuid.fromString``: URL-safe base64 of exactly 16 bytes (padding optional), with
+    Kafka's texts for what it refuses (an EncodeError)."""
+    if len(text) > 24:
+        raise EncodeError(f"Input string with prefix `{text[:24]}` is too long to be decoded as a base64 "
+                          "UUID")
+    body = text[:-2] if text.endswith("==") else text[:-1] if text.endswith("=") else text
+    for ch in body:
+        if ch not in _URL_SAFE_BASE64:
+            raise EncodeError(f"Illegal base64 character {ord(ch):x}")
+    if len(body) % 4 == 1:
+        raise EncodeError("Last unit does not have enough valid bits")
+    raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
     if len(raw) != 16:
-        raise EncodeError(f"invalid Kafka UUID {text!r}: {len(raw)} bytes")
+        raise EncodeError(f"Input string `{text}` decoded as {len(raw)} bytes, which is not equal to the "
+                          "expected 16 bytes of a base64-encoded UUID")
     return uuid.UUID(bytes=raw)
+
+
+_URL_SAFE_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
 def to_json(spec: MessageSpec, version: int, value: Value) -> dict[str, Any]:

@@ -50,6 +50,11 @@ class AdminClientError(KraftwerkError):
     """A request that could not be completed (no reachable node, timeout, protocol failure)."""
 
 
+class MismatchedEndpointTypeError(AdminClientError):
+    """Kafka's ``MismatchedEndpointTypeException`` (KIP-919): ``--bootstrap-controller`` named a
+    broker. Not retriable: the admin client fails at once instead of waiting for its timeout."""
+
+
 class UpgradeType(enum.IntEnum):
     """UpdateFeatures v1+ ``UpgradeType`` (Kafka's ``FeatureUpdate.UpgradeType``)."""
 
@@ -285,6 +290,7 @@ class AdminClient:
         self._sleep = sleep
         self._monotonic = monotonic
         self._connections: dict[tuple[str, int], Connection] = {}
+        self._verified: set[tuple[str, int]] = set()
 
     def __enter__(self) -> AdminClient:
         return self
@@ -313,13 +319,23 @@ class AdminClient:
         self._connections.pop((conn.host, conn.port), None)
 
     def any_node(self) -> Connection:
-        """A connection to the first reachable bootstrap address (Kafka's least-loaded node)."""
+        """A connection to the first reachable bootstrap address (Kafka's least-loaded node).
+
+        Against controllers, each bootstrap connection is first asked DescribeCluster with
+        EndpointType CONTROLLER, as Kafka's admin client bootstraps; a broker answers
+        MISMATCHED_ENDPOINT_TYPE, raised as :class:`MismatchedEndpointTypeError`.
+        """
         errors: list[str] = []
         for host, port in self.bootstrap:
             try:
-                return self.connection(host, port)
+                conn = self.connection(host, port)
             except AdminClientError as exc:
                 errors.append(str(exc))
+                continue
+            if self.controllers and (host, port) not in self._verified:
+                self._describe_cluster(conn)
+                self._verified.add((host, port))
+            return conn
         raise AdminClientError("Timed out waiting for a node assignment. " + "; ".join(errors))
 
     def _call(self, conn: Connection, api_key: int, body: codec.Value,
@@ -334,7 +350,9 @@ class AdminClient:
 
     def describe_cluster(self) -> ClusterDescription:
         """DescribeCluster of brokers (or, against controllers, of controllers: EndpointType 2)."""
-        conn = self.any_node()
+        return self._describe_cluster(self.any_node())
+
+    def _describe_cluster(self, conn: Connection) -> ClusterDescription:
         version = conn.usable_version(DESCRIBE_CLUSTER)
         if self.controllers and version < 1:
             raise AdminClientError("The controller does not support DescribeCluster with EndpointType")
@@ -343,7 +361,10 @@ class AdminClient:
         _, value = self._call(conn, DESCRIBE_CLUSTER, body, version)
         if value["errorCode"] != 0:
             error = Errors.for_code(value["errorCode"])
-            raise AdminClientError(value.get("errorMessage") or error.message or error.name)
+            text = value.get("errorMessage") or error.message or error.name
+            if error is Errors.MISMATCHED_ENDPOINT_TYPE:
+                raise MismatchedEndpointTypeError(text)
+            raise AdminClientError(text)
         nodes = tuple(NodeInfo(b["brokerId"], b["host"], b["port"], b.get("rack"), b.get("isFenced", False))
                       for b in value["brokers"])
         return ClusterDescription(value["clusterId"], value["controllerId"], nodes)
@@ -401,6 +422,8 @@ class AdminClient:
                 body = update_features_body(updates, version, validate_only=validate_only,
                                             timeout_ms=timeout)
                 _, value = self._call(conn, UPDATE_FEATURES, body, version)
+            except MismatchedEndpointTypeError:
+                raise
             except AdminClientError as exc:
                 last_error = str(exc)
             else:

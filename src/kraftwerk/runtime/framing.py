@@ -7,6 +7,7 @@ server and the client share one definition of "what a frame is".
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,14 @@ class InvalidRequestError(NetworkError):
     """A request we cannot parse: unknown api key, unsupported version, corrupt header or body.
 
     Kafka closes the connection for these (except ApiVersions, answered with UNSUPPORTED_VERSION).
+    ``api_key`` / ``api_version`` are what the frame's first four bytes said (None when shorter),
+    so the refusal can be logged with them.
     """
+
+    def __init__(self, message: str, api_key: int | None = None, api_version: int | None = None) -> None:
+        super().__init__(message)
+        self.api_key = api_key
+        self.api_version = api_version
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,39 +63,44 @@ def check_frame_size(size: int, max_bytes: int) -> None:
         raise FrameTooLargeError(f"Invalid receive (size = {size} larger than {max_bytes})")
 
 
-def request_spec(api_key: int) -> MessageSpec:
+def request_spec(api_key: int, api_version: int | None = None) -> MessageSpec:
     try:
         return registry.by_api_key(Kind.REQUEST, api_key)
     except UnknownMessageError:
-        raise InvalidRequestError(f"Unknown API key {api_key}") from None
+        raise InvalidRequestError(f"Unknown API key {api_key}", api_key, api_version) from None
 
 
 def response_spec(api_key: int) -> MessageSpec:
     return registry.by_api_key(Kind.RESPONSE, api_key)
 
 
-def parse_request(frame: bytes, supported: dict[int, tuple[int, int]]) -> ParsedRequest:
-    """Decode a request frame (without its size prefix).
+def parse_request(frame: bytes, supported: Mapping[int, tuple[int, int]]) -> ParsedRequest:
+    """Decode a request frame (without its size prefix) as Kafka's ``RequestContext`` does.
 
     ``supported`` maps api key → (min, max) version the handler accepts; anything else is refused
-    except ApiVersions above its range, which Kafka answers so old clients can downgrade.
+    except ApiVersions above its range, which Kafka answers so old clients can downgrade. Unknown
+    tagged fields are kept aside (``codec.UNKNOWN_TAGGED``) and bytes after the body are ignored:
+    Kafka's generated readers stop at the end of the message and ``AbstractRequest.parseRequest``
+    never checks what is left (librdkafka's MetadataRequest v13 carries three such bytes).
     """
     if len(frame) < 8:
-        raise InvalidRequestError(f"Request header is truncated ({len(frame)} bytes)")
+        raise InvalidRequestError(f"Request header is truncated ({len(frame)} bytes)",
+                                  *struct.unpack_from(">hh", frame) if len(frame) >= 4 else ())
     api_key, api_version = struct.unpack_from(">hh", frame, 0)
-    spec = request_spec(api_key)
+    spec = request_spec(api_key, api_version)
     limits = supported.get(api_key)
     if limits is None:
-        raise InvalidRequestError(f"Unsupported API key {api_key}")
+        raise InvalidRequestError(f"{spec.api_name} is not served on this listener", api_key, api_version)
     low, high = limits
     too_new_api_versions = api_key == API_VERSIONS_KEY and api_version > high
     if not too_new_api_versions and not low <= api_version <= high:
-        raise InvalidRequestError(f"Unsupported version {api_version} of API key {api_key}")
+        raise InvalidRequestError(f"Unsupported version {api_version} of {spec.api_name} (supported "
+                                  f"{low}-{high})", api_key, api_version)
     header_version = 2 if too_new_api_versions else header.request_header_version(spec, api_version)
     try:
         head, pos = header.decode_request_header(frame, header_version)
     except (ProtocolError, IndexError, struct.error) as exc:
-        raise InvalidRequestError(f"Corrupt request header: {exc}") from None
+        raise InvalidRequestError(f"Corrupt request header: {exc}", api_key, api_version) from None
     req_header = RequestHeader(
         api_key=api_key, api_version=api_version, correlation_id=head["correlationId"],
         client_id=head.get("clientId"), header_version=header_version,
@@ -95,11 +108,10 @@ def parse_request(frame: bytes, supported: dict[int, tuple[int, int]]) -> Parsed
     if too_new_api_versions:
         return ParsedRequest(req_header, {}, unsupported_api_versions=True)
     try:
-        body, end = codec.decode_from(spec, api_version, frame, pos)
+        body, _ = codec.decode_from(spec, api_version, frame, pos)
     except (ProtocolError, IndexError, struct.error) as exc:
-        raise InvalidRequestError(f"Corrupt {spec.name} v{api_version}: {exc}") from None
-    if end != len(frame):
-        raise InvalidRequestError(f"{len(frame) - end} trailing bytes after {spec.name} v{api_version}")
+        raise InvalidRequestError(f"Corrupt {spec.name} v{api_version}: {exc}", api_key,
+                                  api_version) from None
     return ParsedRequest(req_header, body)
 
 

@@ -105,7 +105,11 @@ class LocalCluster:
                             "first") from None
         except (OSError, ValueError) as exc:
             raise NodeError(f"Unable to read {path}: {exc}") from None
-        return cls(root, state["clusterId"], [LocalNode(**n) for n in state["nodes"]])
+        try:
+            return cls(root, str(state["clusterId"]), [LocalNode(**n) for n in state["nodes"]])
+        except (KeyError, TypeError) as exc:
+            raise NodeError(f"Unable to read {path}: not a cluster state written by `kraftwerk cluster up` "
+                            f"({type(exc).__name__}: {exc})") from None
 
     # --- layout -----------------------------------------------------------------------------
 

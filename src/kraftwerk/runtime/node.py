@@ -39,6 +39,7 @@ import json
 import logging
 import os
 import random
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,7 @@ from kraftwerk.controller.hosting import (
 from kraftwerk.controller.quorum import (
     CONTROLLER_API_KEYS,
     CONTROLLER_REGISTRATION,
+    DESCRIBE_CLUSTER,
     RAFT_API_KEYS,
     QuorumController,
     not_controller_body,
@@ -101,6 +103,7 @@ BOOTSTRAP_FILE = "bootstrap.checkpoint"
 APPEND_COMMIT_TIMEOUT_S = 10.0
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 5.0
 CONTROLLER_REGISTRATION_RETRY_MS = 1000
+CLUSTER_ID_PROBE_INTERVAL_MS = 30_000
 
 
 def check_formatted(config: ServerConfig) -> str:
@@ -154,6 +157,8 @@ class Node:
         self._last_write_ms = 0
         self._shutdown_done = asyncio.Event()
         self._registration_sent_ms = 0
+        self._cluster_refusal: str | None = None
+        self._cluster_probe_ms = -CLUSTER_ID_PROBE_INTERVAL_MS
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -191,7 +196,7 @@ class Node:
         self.raft = RaftHost(raft_node, peers, on_committed=self._on_committed,
                              client_id=f"raft-client-{config.node_id}",
                              request_timeout_ms=config.quorum_request_timeout_ms,
-                             rng=random.Random(self.seed))
+                             rng=random.Random(self.seed), on_cluster_id_refused=self._on_cluster_id_refused)
         self.raft.add_state_listener(self._on_raft_state)
         for endpoint in config.listeners:
             server = KafkaServer(_ListenerHandler(self, endpoint.listener), endpoint.host or "0.0.0.0",
@@ -215,6 +220,7 @@ class Node:
         listeners = [ImageEndpoint(e.listener, e.connect_host(), e.port, 0)
                      for e in self.config.effective_advertised_listeners]
         return BrokerNode(self.config.node_id, self.cluster_id, self.config.software, listeners, dir_ids,
+                          incarnation_id=uuid.uuid4(),
                           heartbeat_interval_ms=self.config.broker_heartbeat_interval_ms,
                           static_configs=self.config.raw, api_versions=self._broker_apis)
 
@@ -241,7 +247,7 @@ class Node:
                     continue
                 if call.api_key == 62:
                     broker.handle_registration_response(response, wall_clock_ms())
-                    self._write_fenced_file(broker.last_refusal)
+                    self._write_fenced_file(self._cluster_refusal or broker.last_refusal)
                 elif call.api_key == 64:
                     continue
                 else:
@@ -263,6 +269,30 @@ class Node:
         tmp.write_text(json.dumps(info) + "\n")
         tmp.replace(path)
 
+    def _on_cluster_id_refused(self, peer_id: int) -> None:
+        """The quorum refused this node's raft request with INCONSISTENT_CLUSTER_ID (Kafka's raft
+        logs only the error): find out the quorum's cluster id and report both, at most every 30 s."""
+        now = wall_clock_ms()
+        if now - self._cluster_probe_ms < CLUSTER_ID_PROBE_INTERVAL_MS:
+            return
+        self._cluster_probe_ms = now
+        self._spawn(self._report_foreign_cluster(peer_id), "cluster-id-probe")
+
+    async def _report_foreign_cluster(self, peer_id: int) -> None:
+        theirs = "unknown"
+        client = self._controller_clients.get(peer_id)
+        if client is not None:
+            with contextlib.suppress(NetworkError):
+                body = await client.request(DESCRIBE_CLUSTER, 1, {"endpointType": 2}, timeout_s=5)
+                theirs = str(body.get("clusterId") or "unknown")
+        reason = (f"Controller {peer_id} refused this node with INCONSISTENT_CLUSTER_ID: the quorum's "
+                  f"cluster id is {theirs}, but this node's meta.properties say {self.cluster_id}. The "
+                  "node was formatted for another cluster; it cannot join this quorum.")
+        if reason != self._cluster_refusal:
+            log.error("[KafkaRaftServer nodeId=%d] %s", self.config.node_id, reason)
+            self._cluster_refusal = reason
+            self._write_fenced_file(reason)
+
     def _make_controller(self) -> QuorumController:
         bootstrap_path = self.metadata_dir / BOOTSTRAP_FILE
         records: list[Any] = []
@@ -274,6 +304,7 @@ class Node:
             self.config.node_id, self.cluster_id, self.config.software, self.config.voter_ids, records,
             bootstrap_source=f"the binary bootstrap metadata file: {bootstrap_path}",
             session_timeout_ms=self.config.broker_session_timeout_ms, listeners=listeners,
+            incarnation_id=uuid.uuid4(),
             api_versions=self._controller_apis,
         )
 
@@ -549,7 +580,8 @@ class Node:
         controller = self.controller
         if controller is None:
             raise NodeError(f"api key {request.api_key} is not served on listener {listener}")
-        reply = controller.handle_request(request.api_key, request.api_version, request.body, wall_clock_ms())
+        reply = controller.handle_request(request.api_key, request.api_version, request.body, wall_clock_ms(),
+                                          next_offset=raft.node.log.end_offset)
         if isinstance(reply, Respond):
             return reply.body
         if await self._append(reply):

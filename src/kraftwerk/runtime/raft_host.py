@@ -11,7 +11,10 @@ The host is the raft core's only window on the world:
 - time is the wall clock in milliseconds, as Kafka's raft client uses (batch timestamps are
   wall-clock times);
 - committed batches are drained after every event and handed to the state machine callback,
-  and appends can wait for their commit (:meth:`RaftHost.wait_committed`).
+  and appends can wait for their commit (:meth:`RaftHost.wait_committed`);
+- a request refused with INCONSISTENT_CLUSTER_ID is logged on the refusing side (one rate-limited
+  WARN naming the peer and both cluster ids), and a refusal of this node's own requests is handed
+  to ``on_cluster_id_refused`` (the node finds out the quorum's id and reports it).
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kraftwerk.protocol import codec
+from kraftwerk.protocol.error_codes import Errors
+from kraftwerk.protocol.registry import by_api_key
+from kraftwerk.protocol.schema import Kind
 from kraftwerk.raft import (
     API_BEGIN_QUORUM_EPOCH,
     API_DESCRIBE_QUORUM,
@@ -43,9 +49,12 @@ from kraftwerk.raft import (
 )
 from kraftwerk.runtime.client import ReconnectingClient
 from kraftwerk.runtime.errors import NetworkError
+from kraftwerk.runtime.ratelimit import RateLimitedLog
 from kraftwerk.runtime.server import Request
 
 log = logging.getLogger(__name__)
+
+_INCONSISTENT_CLUSTER_ID = Errors.INCONSISTENT_CLUSTER_ID.code
 
 #: The raft RPCs a controller listener serves: (min, max) versions we accept from peers and tools.
 RAFT_APIS: dict[int, tuple[int, int]] = {
@@ -94,10 +103,13 @@ class RaftHost:
     def __init__(self, node: RaftNode, peers: Mapping[int, tuple[str, int]], *,
                  on_committed: Callable[[list[Committed]], None] | None = None,
                  clock: Callable[[], int] = wall_clock_ms, client_id: str = "raft-client",
-                 request_timeout_ms: int = 2000, rng: random.Random | None = None) -> None:
+                 request_timeout_ms: int = 2000, rng: random.Random | None = None,
+                 on_cluster_id_refused: Callable[[int], None] | None = None) -> None:
         self.node = node
         self.clock = clock
         self.on_committed = on_committed
+        self.on_cluster_id_refused = on_cluster_id_refused
+        self._refusals = RateLimitedLog(log)
         self.request_timeout_ms = request_timeout_ms
         self._rng = rng or random.Random()
         self._clients = {
@@ -155,9 +167,15 @@ class RaftHost:
         try:
             self._apply(self.node.handle_request(source, request.api_key, request.api_version, request.body,
                                                  correlation_id, self.clock()))
-            return await future
+            response = await future
         finally:
             self._inbound.pop(correlation_id, None)
+        if response.get("errorCode") == _INCONSISTENT_CLUSTER_ID:
+            self._refusals.warning(
+                "Refused %s from %s (replica %d): its cluster id %s is not this quorum's cluster id %s "
+                "(INCONSISTENT_CLUSTER_ID)", by_api_key(Kind.REQUEST, request.api_key).api_name,
+                request.connection.peer, source, request.body.get("clusterId"), self.node.config.cluster_id)
+        return response
 
     # --- writes ---------------------------------------------------------------------------
 
@@ -252,6 +270,8 @@ class RaftHost:
             return
         if self.closed:
             return
+        if body.get("errorCode") == _INCONSISTENT_CLUSTER_ID and self.on_cluster_id_refused is not None:
+            self.on_cluster_id_refused(effect.destination)
         self._apply(self.node.handle_response(effect.destination, effect.api_key, effect.version, body,
                                               effect.correlation_id, self.clock()))
 

@@ -8,6 +8,10 @@ written in request order, which is what Kafka guarantees and what its clients re
 As Kafka's ``SocketServer``: a frame above ``max_frame_bytes`` (``socket.request.max.bytes``), an
 unknown api key, an unsupported version, or a body that does not decode closes the connection; an
 ApiVersions request at a version we do not know gets a v0 UNSUPPORTED_VERSION answer instead.
+Every such refusal is one WARN line naming the peer, the listener, the api and version and the
+reason (rate-limited, where Kafka logs an ERROR with a stack trace each time). At DEBUG, the
+``kraftwerk.request`` logger writes one "Completed request:" JSON line per answered request, as
+Kafka's ``kafka.request.logger`` does.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,9 +27,11 @@ from typing import Protocol
 
 from kraftwerk.protocol import codec
 from kraftwerk.runtime import framing
-from kraftwerk.runtime.errors import NetworkError
+from kraftwerk.runtime.errors import FrameTooLargeError, NetworkError
+from kraftwerk.runtime.ratelimit import RateLimitedLog
 
 log = logging.getLogger(__name__)
+request_log = logging.getLogger("kraftwerk.request")
 
 #: Requests a single connection may have in flight before we stop reading from it (Kafka mutes a
 #: channel after one; we allow pipelining but keep memory bounded).
@@ -101,14 +108,28 @@ class _Connection:
                     raise
                 return  # clean close between frames
             size = framing.SIZE.unpack(size_bytes)[0]
-            framing.check_frame_size(size, self.server.max_frame_bytes)
+            try:
+                framing.check_frame_size(size, self.server.max_frame_bytes)
+            except FrameTooLargeError as exc:
+                self._refused(None, None, str(exc))
+                raise
             frame = await self.reader.readexactly(size)
-            supported = dict(self.server.handler.supported_apis(self.server.listener))
-            parsed = framing.parse_request(frame, supported)
+            supported = self.server.handler.supported_apis(self.server.listener)
+            try:
+                parsed = framing.parse_request(frame, supported)
+            except framing.InvalidRequestError as exc:
+                self._refused(exc.api_key, exc.api_version, str(exc))
+                raise
             task = asyncio.create_task(self._dispatch(parsed))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
             await self.pending.put((parsed, task))
+
+    def _refused(self, api_key: int | None, api_version: int | None, reason: str) -> None:
+        what = "a frame" if api_key is None else f"api key {api_key} v{api_version}"
+        self.server.refusals.warning("Closing connection %d from %s on listener %s: refused %s: %s",
+                                     self.info.connection_id, self.info.peer, self.info.listener, what,
+                                     reason)
 
     async def _dispatch(self, parsed: framing.ParsedRequest) -> codec.Value | None:
         head = parsed.header
@@ -141,6 +162,12 @@ class _Connection:
             # An ApiVersions request at a version we do not know is answered at v0 (see framing).
             version = 0 if parsed.unsupported_api_versions else head.api_version
             self.writer.write(framing.encode_response(head.api_key, version, head.correlation_id, body))
+            if request_log.isEnabledFor(logging.DEBUG):
+                request_log.debug("Completed request:%s", json.dumps({
+                    "requestHeader": {"requestApiKey": head.api_key, "requestApiVersion": head.api_version,
+                                      "correlationId": head.correlation_id, "clientId": head.client_id},
+                    "connection": self.info.peer, "listener": self.info.listener,
+                    "errorCode": body.get("errorCode")}, separators=(",", ":")))
             await self.writer.drain()
 
     def close(self) -> None:
@@ -169,6 +196,7 @@ class KafkaServer:
         self._connections: dict[int, _Connection] = {}
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
+        self.refusals = RateLimitedLog(log)
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._accept, self.host, self.requested_port,

@@ -273,6 +273,10 @@ class _Machine:
         self.software = SoftwareVersion.for_release(release)
         self.controller: QuorumController | None = None
         self.broker: BrokerNode | None = None
+        # A new incarnation id per process start, as the runtime's uuid4 but drawn from the seed (and
+        # the node and its incarnation) so that a seed replays without shifting the sim's own RNG.
+        seeded = random.Random(f"{sim.config.seed}/{nid}/{incarnation}")
+        incarnation_id = uuid.UUID(int=seeded.getrandbits(128))
         if nid in sim.cluster_voters:
             self.controller = QuorumController(
                 nid,
@@ -282,6 +286,7 @@ class _Machine:
                 sim.bootstrap,
                 session_timeout_ms=SESSION_TIMEOUT_MS,
                 listeners=[Endpoint("CONTROLLER", f"node{nid}", 9093, 0)],
+                incarnation_id=incarnation_id,
             )
         else:
             self.broker = BrokerNode(
@@ -290,6 +295,7 @@ class _Machine:
                 self.software,
                 [Endpoint("PLAINTEXT", f"node{nid}", 9092, 0)],
                 [uuid.UUID(int=nid)],
+                incarnation_id=incarnation_id,
                 heartbeat_interval_ms=HEARTBEAT_MS,
                 request_timeout_ms=RPC_TIMEOUT_MS * 2,
             )
@@ -574,7 +580,7 @@ class _Machine:
         log = sim.cluster.nodes[self.nid].log
         assert log is not None
         end_before = log.end_offset
-        reply = c.handle_request(api_key, version, body, sim.now)
+        reply = c.handle_request(api_key, version, body, sim.now, next_offset=end_before)
         if (
             sim.config.sabotage is Sabotage.DRY_RUN_APPENDS
             and validate_only

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kraftwerk.protocol.errors import EncodeError
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.protocol.json_form import uuid_from_str, uuid_to_str
 from kraftwerk.protocol.registry import lookup_record
@@ -79,6 +80,16 @@ def random_uuid(randbytes: Callable[[int], bytes] = os.urandom) -> uuid.UUID:
         value = uuid.UUID(bytes=bytes(raw))
         if value not in _RESERVED_UUIDS and not uuid_to_str(value).startswith("-"):
             return value
+
+
+def check_cluster_id(cluster_id: str) -> None:
+    """Refuse a cluster id that is not what ``random-uuid`` prints, with Kafka 3.x's text (4.x's
+    formatter accepts any string; a node formatted so can never be told apart from a typo)."""
+    try:
+        uuid_from_str(cluster_id)
+    except EncodeError as exc:
+        raise FormatError(f"Cluster ID string {cluster_id} does not appear to be a valid UUID: "
+                          f"{exc}") from None
 
 
 def random_cluster_id(randbytes: Callable[[int], bytes] = os.urandom) -> str:
@@ -362,6 +373,7 @@ def format_node(
         raise FormatError("You must specify a valid non-negative node ID.")
     if not cluster_id:
         raise FormatError("You must specify the cluster id.")
+    check_cluster_id(cluster_id)
     directories = sorted({str(Path(d)) for d in log_dirs} | (
         set() if metadata_log_dir is None else {str(Path(metadata_log_dir))}))
     if not directories:
