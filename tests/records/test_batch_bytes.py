@@ -125,9 +125,9 @@ def _error(data: bytes) -> str:
 def test_record_length_below_the_minimum_or_past_the_batch() -> None:
     data = _one_record_batch()
     data[RECORDS_AT] = 2 * 5  # record length 5: less than a record's fixed fields
-    assert "Invalid record size 5" in _error(fix_crc(data))
+    assert _error(fix_crc(data)) == "Invalid record size 5 (batch at position 0)"
     data[RECORDS_AT] = 2 * 60  # longer than the batch holds
-    assert "Invalid record size 60" in _error(fix_crc(data))
+    assert _error(fix_crc(data)) == "Invalid record size 60 (batch at position 0)"
 
 
 def test_key_and_value_sizes_past_the_record() -> None:
@@ -135,35 +135,36 @@ def test_key_and_value_sizes_past_the_record() -> None:
     key_len_at = RECORDS_AT + 1 + 1 + 1 + 1  # length, attributes, timestamp delta, offset delta
     assert data[key_len_at] == 2 * 3
     data[key_len_at] = 2 * 40
-    assert "Invalid key size 40" in _error(fix_crc(data))
+    assert _error(fix_crc(data)) == "Invalid key size 40 (batch at position 0)"
     data = _one_record_batch()
     value_len_at = key_len_at + 1 + 3
     assert data[value_len_at] == 2 * 5
     data[value_len_at] = 2 * 40
-    assert "Invalid value size 40" in _error(fix_crc(data))
+    assert _error(fix_crc(data)) == "Invalid value size 40 (batch at position 0)"
 
 
 def test_a_record_shorter_or_longer_than_its_length() -> None:
     data = _one_record_batch()
     length = data[RECORDS_AT] // 2
     data[RECORDS_AT] += 2  # one byte more than the fields take, past the end of the batch
-    assert f"Invalid record size {length + 1}" in _error(fix_crc(data))
+    assert _error(fix_crc(data)) == f"Invalid record size {length + 1} (batch at position 0)"
     data.append(0)  # now the batch holds that byte: the record's fields end one byte early
     struct.pack_into(">i", data, 8, len(data) - 12)
-    assert (f"Invalid record size: expected to read {length + 1} bytes in record payload, but instead read "
-            f"{length}") in _error(fix_crc(data))
+    assert _error(fix_crc(data)) == (f"Invalid record size: expected to read {length + 1} bytes in record "
+                                     f"payload, but instead read {length} (batch at position 0)")
 
 
 def test_bytes_after_the_last_record() -> None:
     data = bytearray(kp_batch([(0, 1, b"k", b"v", ()), (1, 1, b"k", b"v", ())]))
     struct.pack_into(">i", data, 57, 1)  # claims one record; the second is left over
-    assert "Incorrect declared batch size, records still remaining in file" in _error(fix_crc(data))
+    assert _error(fix_crc(data)) == ("Incorrect declared batch size, records still remaining in file "
+                                     "(batch at position 0)")
 
 
 def test_more_records_claimed_than_bytes_could_hold() -> None:
     data = bytearray(kp_batch([(0, 1, b"k", b"v", ())]))
     struct.pack_into(">i", data, 57, 1000)
-    assert "Record count 1000 cannot fit in" in _error(fix_crc(data))
+    assert _error(fix_crc(data)).startswith("Record count 1000 cannot fit in ")
 
 
 def test_malformed_headers() -> None:
@@ -171,16 +172,16 @@ def test_malformed_headers() -> None:
     count_at = RECORDS_AT + 4 + 1 + 3 + 1 + 5
     assert data[count_at] == 2 * 1
     data[count_at] = 2 * 20  # more headers than bytes left
-    assert "Found invalid number of record headers 20" in _error(fix_crc(data))
+    assert _error(fix_crc(data)) == "Found invalid number of record headers 20 (batch at position 0)"
     data = _one_record_batch(headers=(("hk", b"hv"),))
     data[count_at + 1] = 2 * 30  # header key size past the record
-    assert "Invalid header key size 30" in _error(fix_crc(data))
+    assert _error(fix_crc(data)) == "Invalid header key size 30 (batch at position 0)"
     data = _one_record_batch(headers=(("hk", b"hv"),))
     data[count_at + 2] = 0xFF  # not UTF-8
-    assert "Header key is not valid UTF-8" in _error(fix_crc(data))
+    assert _error(fix_crc(data)) == "Header key is not valid UTF-8 (batch at position 0)"
     data = _one_record_batch(headers=(("hk", b"hv"),))
     data[count_at + 4] = 2 * 30  # header value size past the record
-    assert "Invalid header value size 30" in _error(fix_crc(data))
+    assert _error(fix_crc(data)) == "Invalid header value size 30 (batch at position 0)"
 
 
 def test_a_truncated_varint_is_a_malformed_record() -> None:

@@ -20,7 +20,7 @@ The simulator reports, never repairs: at heal time a live node that stopped appl
 violation unless the seed explains it (a never-registered broker handed a level its software cannot
 run, which stays fenced as Kafka's does); only such brokers, and nodes that fail-stopped or were
 crashed, are restarted on new software by the operator. Every error the glue swallows is counted
-and must be one the seed explains (a snapshot superseded by a newer one).
+and must be one the seed explains (a snapshot superseded by a newer one, or inside a batch).
 
 Controller RPCs and the admin client's UpdateFeatures travel over the simulated network (same
 drops, delays and partitions as raft traffic) and through the real codec. A seed plays a workload
