@@ -268,8 +268,9 @@ def test_legacy_layout_errors(magic: int) -> None:
     overhead = 14 if magic == 0 else 22
     data = _legacy_message(magic, b"key", b"value")
     text = f"Record size {overhead - 1} is less than the minimum record overhead \\({overhead}\\)"
-    with pytest.raises(CorruptRecordError, match=text):
+    with pytest.raises(CorruptRecordError, match=text) as err:
         legacy_layout(data, 0, 12 + overhead - 1, magic, 99)
+    assert err.value.position == 99
     bad = _legacy_message(magic, b"key", b"value", attrs=5)
     with pytest.raises(CorruptRecordError, match=f"Invalid compression type id 5 for magic {magic}") as err:
         legacy_layout(bad, 0, len(bad), magic, 99)
@@ -283,8 +284,10 @@ def test_legacy_layout_errors(magic: int) -> None:
     for value_len in (-2, 6):
         bad = bytearray(data)
         struct.pack_into(">i", bad, key_len_at + 4 + 3, value_len)
-        with pytest.raises(CorruptRecordError, match=f"Invalid value size {value_len} in legacy record"):
+        text = f"Invalid value size {value_len} in legacy record"
+        with pytest.raises(CorruptRecordError, match=text) as err:
             legacy_layout(bad, 0, len(bad), magic)
+        assert err.value.position == 0
 
 
 def _wrapper(magic: int, inner: bytes, offset: int, codec: int = 1, value_null: bool = False) -> bytes:

@@ -283,8 +283,10 @@ def test_wrapper_offsets_from_the_inner_set_alone() -> None:
     assert len(minimal) == 12 + 14 and wrapper_offsets_and_count(minimal + minimal[:17], 0, 5) == (0, 1)
     with pytest.raises(UnsupportedMagicError, match="Invalid magic found in record: 9"):
         wrapper_offsets_and_count(minimal + minimal[:16] + b"\x09", 0, 5)  # 17 bytes left: the magic is read
-    with pytest.raises(CorruptRecordError, match="Record size 13 is less than the minimum record overhead"):
+    too_small = "Record size 13 is less than the minimum record overhead"
+    with pytest.raises(CorruptRecordError, match=too_small) as err:
         wrapper_offsets_and_count(minimal + struct.pack(">qi", 0, 13), 0, 5)
+    assert err.value.position == len(minimal)
 
 
 def test_golden_v0_and_v1_wrappers_count_as_kafka_dump_log_lists_them() -> None:
