@@ -355,3 +355,44 @@ def test_crc_is_checked_over_attributes_to_the_end() -> None:
     data = bytearray(kp_batch([(0, 1, b"k", b"v", ())]))
     (batch,) = list(iter_batches(bytes(data)))
     assert batch.computed_crc() == crc32c(bytes(data[21:])) == batch.crc
+
+
+def test_edges_of_the_legacy_and_v2_readers() -> None:
+    # an empty compressed value is not a null one: it fails to decompress instead
+    empty = bytes(_legacy_message(1, None, b"", attrs=1))
+    err = _inner_error(empty)
+    assert "null value" not in str(err)
+    # the value of an uncompressed message is never read as a message set, even when it looks like one
+    looks_like_a_set = bytes(_legacy_message(1, None, bytes(_legacy_message(1, None, b"inner")), offset=42))
+    (batch,) = list(iter_batches(looks_like_a_set))
+    assert batch.offsets_and_count() == (42, 1)
+    # v0 inner offsets are absolute, whatever the wrapper's own offset says
+    v0_inner = b"".join(bytes(_legacy_message(0, None, b"v", offset=i)) for i in range(3))
+    v0_wrapper = bytes(_legacy_message(0, None, zlib.compress(v0_inner, wbits=31), attrs=1, offset=100))
+    (batch,) = list(iter_batches(v0_wrapper))
+    assert batch.offsets_and_count() == (0, 3)
+    # an inner magic above 2 but below 128 is shown as it is
+    bad = bytearray(_legacy_message(1, None, b"v"))
+    bad[16] = 5
+    assert str(_inner_error(_wrapped(bytes(bad)))).startswith("Invalid magic found in legacy record: 5")
+
+
+def test_a_header_count_written_in_two_bytes_is_still_zero() -> None:
+    """A varint may carry leading zero groups (0x80 0x00 is 0); Kafka's reader accepts it."""
+    data = bytearray(kp_batch([(0, 1, b"k", b"v", ())]))
+    data[RECORDS_AT] += 2  # the record grows by one byte
+    data += b"\x00"
+    data[-2] = 0x80  # header count: 0x80 0x00
+    struct.pack_into(">i", data, 8, len(data) - 12)
+    assert [r.headers for b in iter_batches(fix_crc(data), validate=True) for r in b.records()] == [()]
+
+
+def test_a_signed_byte_view_still_sees_an_unknown_magic() -> None:
+    bad = bytearray(TWO)
+    bad[FIRST + 16] = 0xFE
+    with pytest.raises(UnsupportedMagicError, match="Invalid magic found in record: -2"):
+        list(iter_batches(memoryview(bad).cast("b")))
+
+
+def test_a_scanner_has_no_tail_before_it_runs() -> None:
+    assert BatchScanner(TWO).tail is None
