@@ -321,10 +321,10 @@ def _check_level(name: str, version: int, value: dict[str, Any], fields: list[Ka
                 _check_level(name, version, x, fields, f.path)
 
 
-LOGS = [p for p in METADATA_FILES]
 
 
-@pytest.mark.parametrize("parts", LOGS, ids=lambda p: "/".join(p))
+
+@pytest.mark.parametrize("parts", METADATA_FILES, ids=lambda p: "/".join(p))
 def test_records_kafka_wrote_match_the_table(parts: tuple[str, ...]) -> None:
     path = GOLDEN.joinpath(*parts)
     if not path.exists():
