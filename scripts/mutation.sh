@@ -38,9 +38,7 @@ run_one() {
     local work="$ROOT/.mutation/${module//\//_}"
     rm -rf "$work"
     mkdir -p "$work"
-    cp -r src tests bench pyproject.toml "$work/"
-    # the golden data the tests read beside the clone (tests/conftest.py: ../shared/golden)
-    if [ -d "$ROOT/../shared" ]; then ln -s "$ROOT/../shared" "$work/shared"; fi
+    cp -r src tests bench pyproject.toml "$work/"  # tests/ brings tests/data/kafka, Kafka's bytes
     # mutmut reads [tool.mutmut] first; this copy must use the setup.cfg written below
     python - "$work/pyproject.toml" <<'EOF'
 import re, sys

@@ -1,11 +1,16 @@
-"""Shared test fixtures: where the golden vectors from real Kafka live; hypothesis's CI profile."""
+"""Shared test fixtures: where the bytes real Kafka produced live.
+
+Everything the tests need is in ``tests/data/kafka/`` (its README says which Kafka release and
+command produced each file). Only the Kafka 3.7 data dir of another project stays outside the
+repository, at ``../shared/golden/kafka-3.7-cluster``; ``tests/kafka37`` reads it and skips as a
+whole when it is absent.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-import pytest
 from hypothesis import Phase, settings
 
 # CI runs every hypothesis test derandomized (the same examples every run, no example database), so a
@@ -20,12 +25,13 @@ elif os.environ.get("CI"):
     settings.load_profile("ci")
 
 REPO = Path(__file__).resolve().parent.parent
-GOLDEN = REPO.parent / "shared" / "golden"
+KAFKA_DATA = REPO / "tests" / "data" / "kafka"
+KAFKA_37_CLUSTER = REPO.parent / "shared" / "golden" / "kafka-3.7-cluster"
 
 
 def golden_path(*parts: str) -> Path:
-    """A path under ../shared/golden, or skip the test with the reason when it is absent."""
-    path = GOLDEN.joinpath(*parts)
+    """A file or directory under ``tests/data/kafka``; a missing one is a broken checkout, not a skip."""
+    path = KAFKA_DATA.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"golden data {path} is absent (../shared/golden sits beside the clone in CI)")
+        raise FileNotFoundError(f"{path} is missing from the checkout (see tests/data/kafka/README.md)")
     return path

@@ -244,3 +244,14 @@ def test_a_batch_with_an_unsupported_level_is_applied_not_at_all() -> None:
         b.replay(log.end, [fc.feature_level_record("metadata.version", 20),
                            fc.feature_level_record("streams.version", 1)])
     assert b.image is before and b.image.metadata_version is MV.IBP_3_7_IV4
+
+
+def test_registration_reports_the_configs_kip_1294_audits() -> None:
+    """BrokerRegistration v6: configs with an MV rule (file value or default), never a password."""
+    reported = broker(2, static_configs={"log.segment.bytes": "4194304", "ssl.key.password": "s3cret",
+                                         "num.partitions": "3"}).registration_body()["staticConfigs"]
+    assert {c["name"]: c["value"] for c in reported} == {
+        "log.segment.bytes": "4194304", "metadata.log.segment.bytes": "1073741824",
+        "remote.log.manager.copier.thread.pool.size": "10",
+        "remote.log.manager.expiration.thread.pool.size": "10"}
+    assert broker(2).registration_body()["staticConfigs"] == []

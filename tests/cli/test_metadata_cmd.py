@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from kraftwerk.cli.main import main
-from kraftwerk.image.describe import describe_image, redact
+from kraftwerk.config import ConfigResourceType, redact
+from kraftwerk.image.describe import describe_image
 from kraftwerk.image.model import MetadataImage
 from kraftwerk.image.source import load_snapshot_file
 from kraftwerk.versions.metadata_version import MetadataVersion
@@ -35,18 +36,18 @@ def test_show_text_43(capsys: pytest.CaptureFixture[str]) -> None:
     assert "ZkMigrationState: NONE" in lines
 
 
-def test_show_json_37(capsys: pytest.CaptureFixture[str]) -> None:
-    path = golden_path("kafka-3.7-cluster", "__cluster_metadata-0")
+def test_show_json_43(capsys: pytest.CaptureFixture[str]) -> None:
+    path = golden_path("kafka-4.3-standalone")
     code, out, _ = _run(["metadata", "show", "--log-dir", str(path), "--output", "json"], capsys)
     assert code == 0
     doc = json.loads(out)
-    assert doc["metadataVersion"] == "3.7-IV4"
-    assert doc["features"][0] == {"name": "metadata.version", "level": 19, "version": "3.7-IV4"}
-    assert doc["featuresEpoch"] == 2
+    assert doc["metadataVersion"] == "4.3-IV0"
+    assert doc["features"][0] == {"name": "metadata.version", "level": 30, "version": "4.3-IV0"}
+    assert doc["featuresEpoch"] == 111
     assert [b["id"] for b in doc["brokers"]] == [1]
-    assert doc["brokers"][0]["supportedFeatures"]["metadata.version"]["maxVersion"] == "3.7-IV4"
-    assert len(doc["topics"]) == 5
-    assert doc["configs"][0]["configs"]["cleanup.policy"] == "compact"
+    assert doc["brokers"][0]["supportedFeatures"]["metadata.version"]["maxVersion"] == "4.3-IV0"
+    assert doc["topics"] == []
+    assert doc["configs"][0]["configs"] == {"min.insync.replicas": "1"}
 
 
 def test_sensitive_configs_are_hidden() -> None:
@@ -69,22 +70,21 @@ def test_sensitive_configs_are_hidden() -> None:
         "sasl.jaas.config": "[hidden]",
         "ssl.keystore.password": "[hidden]",
     }
-    assert redact("listener.name.x.scram-sha-256.sasl.jaas.config", "x") == "[hidden]"
+    jaas = "listener.name.x.scram-sha-256.sasl.jaas.config"
+    assert redact(ConfigResourceType.BROKER, jaas, "x") == "[hidden]"
+
+
+LOSSES_43_AT_36 = [
+    "the feature flag eligible.leader.replicas.version=1, which depends on metadata.version level 23",
+    "the online log directories of one or more brokers",
+    "controller registration data",
+]
 
 
 def test_rewrite_refuses_lossy_then_unsafe(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    log_dir = str(golden_path("kafka-3.7-cluster", "__cluster_metadata-0"))
     out_file = tmp_path / "snap.checkpoint"
-    argv = [
-        "metadata",
-        "rewrite",
-        "--log-dir",
-        log_dir,
-        "--metadata-version",
-        "3.6-IV2",
-        "--out",
-        str(out_file),
-    ]
+    argv = ["metadata", "rewrite", "--log-dir", str(golden_path("kafka-4.3-standalone")),
+            "--metadata-version", "3.6-IV2", "--out", str(out_file)]
     code, _, err = _run(argv, capsys)
     assert code == 1 and not out_file.exists()
     assert err.startswith(
@@ -94,36 +94,22 @@ def test_rewrite_refuses_lossy_then_unsafe(tmp_path: Path, capsys: pytest.Captur
     code, out, _ = _run([*argv, "--output", "json"], capsys)
     doc = json.loads(out)
     assert code == 1 and doc["written"] is False
-    assert doc["losses"] == [
-        "the online log directories of one or more brokers",
-        "controller registration data",
-        "the directory assignment state of one or more replicas",
-    ]
+    assert doc["losses"] == LOSSES_43_AT_36
     code, out, _ = _run([*argv, "--unsafe", "--output", "json"], capsys)
     doc = json.loads(out)
-    assert code == 0 and doc["written"] is True and len(doc["losses"]) == 3
+    assert code == 0 and doc["written"] is True and doc["losses"] == LOSSES_43_AT_36
     assert load_snapshot_file(out_file).metadata_version.version == "3.6-IV2"  # type: ignore[union-attr]
 
 
 def test_rewrite_lossless(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    log_dir = str(golden_path("kafka-3.7-cluster", "__cluster_metadata-0"))
-    code, out, _ = _run(
-        [
-            "metadata",
-            "rewrite",
-            "--log-dir",
-            log_dir,
-            "--metadata-version",
-            "3.7-IV2",
-            "--out",
-            str(tmp_path),
-        ],
-        capsys,
-    )
+    argv = ["metadata", "rewrite", "--log-dir", str(golden_path("kafka-4.3-standalone")),
+            "--metadata-version", "4.2-IV1", "--out", str(tmp_path)]
+    code, out, _ = _run(argv, capsys)
     assert code == 0 and "No metadata was lost." in out
     (snap,) = tmp_path.iterdir()
+    assert snap.name == "00000000000000000150-0000000001.checkpoint"
     code, out, _ = _run(["metadata", "show", "--snapshot", str(snap)], capsys)
-    assert "Feature: metadata.version\tFinalizedVersionLevel: 3.7-IV2\tEpoch: 4928" in out.splitlines()
+    assert "Feature: metadata.version\tFinalizedVersionLevel: 4.2-IV1\tEpoch: 149" in out.splitlines()
 
 
 def test_bad_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

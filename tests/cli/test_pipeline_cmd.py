@@ -159,3 +159,61 @@ def test_scan_and_upconvert_on_spark(fleet: Fleet, tmp_path: Path,
     for books in fleet.partitions:
         records, magics = read_partition_with_peer("aiokafka.record.memory_records", books.directory)
         assert magics == {2} and records == books.records
+
+
+def test_log_dirs_and_out_as_file_urls(fleet: Fleet, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    urls = [f"file://{d}" for d in _dirs(fleet)]
+    code, out, err = _run(capsys, "pipeline", "scan", "--log-dirs", *urls, "--out", f"file://{tmp_path}/o",
+                          "--no-spark", "--output", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["logDirs"] == _dirs(fleet) and doc["out"] == f"{tmp_path}/o"
+    assert doc["totals"]["batches"] == sum(b.batches for b in fleet.partitions)
+    with pytest.raises(SystemExit) as refused:
+        main(["pipeline", "scan", "--log-dirs", "s3://b/data", "--out", str(tmp_path / "o"), "--no-spark"])
+    assert refused.value.code == 2
+    assert err_line(capsys) == ("kraftwerk pipeline scan: error: argument --log-dirs: s3://b/data: only "
+                                "local paths and file:// URLs can be read (scheme 's3'); every executor must "
+                                "see them at the same path (see --help)")
+
+
+def test_print_spark_submit(fleet: Fleet, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import shlex
+
+    import kraftwerk.spark.submit as entry
+    from kraftwerk.cli.main import build_parser
+
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    code, out, err = _run(capsys, "pipeline", "upconvert", "--log-dirs", ",".join(_dirs(fleet)),
+                          "--out", "conv", "--master", "spark://m:7077", "--conf", "spark.executor.memory=2g",
+                          "--print-spark-submit")
+    assert code == 0 and err == ""
+    argv = shlex.split(out)
+    assert argv[:3] == ["spark-submit", "--master", "spark://m:7077"]
+    # the executors' Python is the cluster's (python3 unless named), the driver's is this one
+    assert argv[3:9] == ["--conf", "spark.pyspark.python=python3",
+                         "--conf", f"spark.pyspark.driver.python={sys.executable}",
+                         "--conf", "spark.executor.memory=2g"]
+    assert Path(argv[9]) == Path(entry.__file__).resolve()
+    job = build_parser().parse_args(argv[10:])  # what the submitted driver runs
+    assert (job.command, job.log_dirs, job.out, job.master, job.conf) == (
+        "upconvert", _dirs(fleet), Path("conv").absolute(), None, [])
+    assert not (job.in_place or job.dry_run or job.no_spark or job.print_spark_submit)
+    assert not Path("conv").exists()  # nothing ran
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/py/bin/python3")
+    code, out, _ = _run(capsys, "pipeline", "scan", "--log-dirs", *_dirs(fleet), "--out", str(tmp_path / "s"),
+                        "--print-spark-submit", "--output", "json")
+    argv = json.loads(out)["argv"]
+    assert code == 0 and "--master" not in argv and "spark.pyspark.python=/opt/py/bin/python3" in argv
+    assert argv[-2:] == ["--output", "json"] and not (tmp_path / "s").exists()
+    code, _, err = _run(capsys, "pipeline", "scan", "--log-dirs", *_dirs(fleet), "--out", str(tmp_path / "s"),
+                        "--no-spark", "--print-spark-submit")
+    assert code == 1 and err.strip() == "--print-spark-submit runs the job on Spark: drop --no-spark"
+
+
+def err_line(capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line argparse printed on stderr."""
+    [line] = capsys.readouterr().err.strip().splitlines()
+    return line

@@ -138,3 +138,39 @@ def test_random_uuid_and_json_format(tmp_path: Path, capsys: pytest.CaptureFixtu
     result = json.loads(out[0])
     assert result["metadata_version"] == {"level": 30, "version": "4.3-IV0"}
     assert [d["type"] for d in result["formatted"]] == ["data directory", "data directory", "metadata directory"]
+
+
+def test_format_checks_the_file_against_the_release_rules(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """KIP-1294's format scenario: log.segment.bytes=1048576 formats at 4.3 and is refused at 4.4
+    (4.4-IV1's 3 MiB minimum) before anything is written; 4.4 software knows release 4.4."""
+    extra = {"log.segment.bytes": "1048576", "kraftwerk.software.version": "4.4"}
+    code, out, err = _run(capsys, "format", "-c", str(_config(tmp_path / "a", **extra)), "-t", CLUSTER, "-r", "4.3")
+    assert (code, err) == (0, []) and out[-1].endswith("with metadata.version 4.3-IV0.")
+    config = _config(tmp_path / "b", **extra)
+    code, out, err = _run(capsys, "format", "-c", str(config), "-t", CLUSTER, "-r", "4.4")
+    assert (code, out) == (1, [])
+    assert err == ["Invalid value 1048576 for configuration log.segment.bytes: Value must be at least 3145728 (since metadata.version 4.4-IV1)"]
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["server.properties"]  # no directory created
+    code, out, _ = _run(capsys, "format", "-c", str(_config(tmp_path / "c", **{**extra, "log.segment.bytes": "3145728"})),
+                        "-t", CLUSTER, "-r", "4.4", "--output", "json")
+    assert code == 0 and json.loads("\n".join(out))["metadata_version"] == {"level": 32, "version": "4.4-IV1"}
+
+
+def test_format_applies_kafka_4_0_minimums_as_rules_of_4_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A 3.x file (1000-byte segments, 100-byte metadata segments) formats at 3.9 on 4.3 software;
+    at 4.0 both KIP-1030 / KAFKA-19080 minimums apply, each named on its own line."""
+    extra = {"log.segment.bytes": "1000", "metadata.log.segment.bytes": "100"}
+    code, _, err = _run(capsys, "format", "-c", str(_config(tmp_path / "a", **extra)), "-t", CLUSTER, "-r", "3.9")
+    assert (code, err) == (0, [])
+    code, _, err = _run(capsys, "format", "-c", str(_config(tmp_path / "b", **extra)), "-t", CLUSTER, "-r", "4.0")
+    assert code == 1 and err == [
+        "Invalid value 1000 for configuration log.segment.bytes: Value must be at least 1048576 (since metadata.version 4.0-IV0)",
+        "Invalid value 100 for configuration metadata.log.segment.bytes: Value must be at least 8388608 (since metadata.version 4.0-IV0)"]
+    code, _, err = _run(capsys, "format", "-c", str(_config(tmp_path / "c", **{"log.segment.bytes": "13"})), "-t", CLUSTER)
+    assert (code, err) == (1, ["Invalid value 13 for configuration log.segment.bytes: Value must be at least 14"])
+    code, _, err = _run(capsys, "format", "-c", str(_config(tmp_path / "d", **{"kraftwerk.software.version": "9.9"})),
+                        "-t", CLUSTER)
+    assert code == 1 and err[0].startswith("Invalid value 9.9 for configuration kraftwerk.software.version: Unknown")
+    code, _, err = _run(capsys, "format", "-c", str(_config(tmp_path / "e")), "-t", CLUSTER, "-r", "4.4")
+    assert code == 1 and err[0].startswith("Unknown metadata.version '4.4'.")  # 4.3 software has no stable 4.4
+    assert not any((tmp_path / d / "d1").exists() for d in "bcde")

@@ -164,6 +164,7 @@ KINDS: dict[Any, Kind] = {
     kinds.output_file: Kind(new_path, (a_dir, under_a_file, in_missing_dir)),
     kinds.output_file_or_dir: Kind(new_path, (under_a_file, in_missing_dir)),
     kinds.cluster_id: Kind(lambda env: random_cluster_id(), (), (const("abc"), const("not/base64!"))),
+    kinds.directory_id: Kind(lambda env: random_cluster_id(), (), (const("abc"), const("not/base64!"))),
     kinds.release_version: Kind(const("3.9"), (), (const("bogus"), const("9.9-IV9"))),
     kinds.release_or_level: Kind(const("3.9"), (), (const("bogus"), const("99999"))),
     kinds.software_version: Kind(const("4.3"), (const("bogus"), const("0.1"))),

@@ -28,7 +28,9 @@ LEVEL_36 = 14  # 3.6-IV2, the 3.6 release's metadata.version
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with cluster_up(tmp_path_factory.mktemp("lossy"), "--controllers", "3", "--brokers", "2") as running:
+    # a static quorum: 3.6 software predates KIP-853, so only a kraft.version 0 quorum can go back to it
+    with cluster_up(tmp_path_factory.mktemp("lossy"), "--controllers", "3", "--brokers", "2",
+                    "--static-quorum") as running:
         yield running
 
 

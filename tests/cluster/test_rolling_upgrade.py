@@ -28,8 +28,9 @@ REFUSAL_39 = ("Unable to register because the broker does not support finalized 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    # a static quorum: test_release_version_upgrade_raises_kraft_version takes it from kraft.version 0
     with cluster_up(tmp_path_factory.mktemp("rolling"), "--controllers", "1", "--brokers", "2",
-                    "--release-version", "3.9", "--software-version", "3.9") as running:
+                    "--release-version", "3.9", "--software-version", "3.9", "--static-quorum") as running:
         yield running
 
 
@@ -87,6 +88,18 @@ def test_old_software_broker_stays_fenced_then_registers(cluster: LocalCluster) 
     assert sorted(reported) == [1, 2, 3]
 
 
+def test_a_static_quorum_cannot_add_or_remove_controllers(cluster: LocalCluster) -> None:
+    """`--static-quorum` names controller.quorum.voters: Kafka's leader refuses voter changes."""
+    root = str(cluster.root)
+    code, _, err = cli("cluster", "add-controller", "--dir", root)
+    assert (code, err.strip()) == (1, "Cluster doesn't support adding voter because the kraft.version "
+                                      "feature is 0")
+    code, _, err = cli("cluster", "remove-controller", "--dir", root, "-i", "1")
+    assert (code, err.strip()) == (1, "Cluster doesn't support removing voter because the kraft.version "
+                                      "feature is 0")
+    assert [n.node_id for n in LocalCluster.load(cluster.root).nodes] == [1, 2, 3]
+
+
 def test_release_version_upgrade_raises_kraft_version(cluster: LocalCluster) -> None:
     """KAFKA-16538: a static quorum formatted at 3.9 (kraft.version 0) takes 4.3's kraft.version 1:
     raft writes the KRaftVersion + Voters control batch, every node then reports level 1."""
@@ -129,3 +142,4 @@ def test_cluster_up_reports_a_fenced_broker(tmp_path: Path) -> None:
         assert sorted(reported) == [1, 2, 3]
     finally:
         cli("cluster", "down", "--dir", str(root))
+

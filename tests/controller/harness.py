@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kraftwerk.broker import BrokerNode
-from kraftwerk.controller import AppendThenRespond, Effect, QuorumController, Respond
+from kraftwerk.controller import AppendThenRespond, Effect, QuorumController, Respond, WriteSnapshot
 from kraftwerk.image.model import Endpoint
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.frame import MetadataRecord, decode_metadata_record
@@ -55,13 +55,32 @@ class Log:
         return out
 
     def join(self, node: QuorumController | BrokerNode) -> None:
-        """Add a node that first catches up with everything committed so far."""
-        if self.records:
-            self.effects.setdefault(node.node_id, []).extend(node.replay(0, self.records, epoch=self.epoch))
+        """Add a node that first catches up with everything committed so far: from the latest
+        snapshot a controller wrote, when there is one (raft hands a replica with an empty log the
+        latest snapshot, as Kafka does), then the records after it."""
+        start = 0
+        snapshot = self.latest_snapshot()
+        if snapshot is not None:
+            records = snapshot.render().encoded()
+            if isinstance(node, BrokerNode):
+                loaded = node.load_snapshot(records, end_offset=snapshot.end_offset, epoch=snapshot.epoch)
+                self.effects.setdefault(node.node_id, []).extend(loaded)
+            else:
+                node.load_snapshot(records, end_offset=snapshot.end_offset, epoch=snapshot.epoch)
+            start = snapshot.end_offset
+        if self.records[start:]:
+            replayed = node.replay(start, self.records[start:], epoch=self.epoch)
+            self.effects.setdefault(node.node_id, []).extend(replayed)
         if isinstance(node, BrokerNode):
             self.brokers.append(node)
         else:
             self.controllers.append(node)
+
+    def latest_snapshot(self) -> WriteSnapshot | None:
+        """The snapshot with the highest end offset the controllers asked to write."""
+        written = [e for c in self.controllers for e in self.effects.get(c.node_id, [])
+                   if isinstance(e, WriteSnapshot)]
+        return max(written, key=lambda e: e.end_offset, default=None)
 
     def decoded(self) -> list[MetadataRecord]:
         return [decode_metadata_record(r) for r in self.records]

@@ -18,20 +18,26 @@ from tests.conftest import golden_path
 
 
 def test_snapshot_of_golden_log_reads_back(tmp_path: Path) -> None:
-    image = load_log_dir(golden_path("kafka-3.7-cluster", "__cluster_metadata-0"))
-    result = write_snapshot(image, tmp_path, ImageWriterOptions(MV.IBP_3_7_IV4))
-    assert result.path.name == "00000000000000004929-0000000001.checkpoint"
-    assert result.snapshot_id == SnapshotId(4929, 1)
+    check_snapshot_reads_back(golden_path("kafka-4.3-standalone"), tmp_path, MV.IBP_4_3_IV0,
+                              SnapshotId(150, 1))
+
+
+def check_snapshot_reads_back(log_dir: Path, tmp_path: Path, mv: MV, expected: SnapshotId) -> None:
+    """A real log's image written as a snapshot at ``mv`` reads back to the same image."""
+    image = load_log_dir(log_dir)
+    result = write_snapshot(image, tmp_path, ImageWriterOptions(mv))
+    assert result.path.name == expected.file_name
+    assert result.snapshot_id == expected
     assert [p.name for p in tmp_path.iterdir()] == [result.path.name]  # no .part left behind
     back = load_snapshot_file(result.path)
     assert back == image
-    assert back.provenance.last_offset == 4928
+    assert back.provenance.last_offset == expected.end_offset - 1
     # the snapshot alone, as a metadata log dir, gives the same image
     assert load_log_dir(tmp_path) == image
 
     batches = list(iter_batches(result.path.read_bytes(), validate=True))
     assert batches[0].is_control and batches[-1].is_control
-    assert all(b.partition_leader_epoch == 1 for b in batches)
+    assert all(b.partition_leader_epoch == expected.epoch for b in batches)
     header = next(batches[0].records())
     assert header.key == b"\x00\x00\x00\x03"  # control key: version 0, SNAPSHOT_HEADER
     assert codec.decode(lookup_record("SnapshotHeaderRecord"), 0, bytes(header.value or b""))["version"] == 0
@@ -41,7 +47,7 @@ def test_snapshot_of_golden_log_reads_back(tmp_path: Path) -> None:
 
 
 def test_refusing_write_leaves_nothing(tmp_path: Path) -> None:
-    image = load_log_dir(golden_path("kafka-3.7-cluster", "__cluster_metadata-0"))
+    image = load_log_dir(golden_path("kafka-4.3-standalone"))
     with pytest.raises(UnwritableMetadataError):
         write_snapshot(image, tmp_path / "x.checkpoint", ImageWriterOptions(MV.IBP_3_6_IV2))
     assert list(tmp_path.iterdir()) == []

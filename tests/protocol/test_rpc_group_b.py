@@ -34,7 +34,8 @@ EXPECTED_VERSIONS = {
     "Produce": (0, 0, 13), "Fetch": (1, 0, 18), "ListOffsets": (2, 0, 11),
     "Metadata": (3, 0, 13), "CreateTopics": (19, 0, 7), "DeleteTopics": (20, 0, 6),
     "Vote": (52, 0, 2), "BeginQuorumEpoch": (53, 0, 1), "EndQuorumEpoch": (54, 0, 1),
-    "DescribeQuorum": (55, 0, 2), "FetchSnapshot": (59, 0, 1),
+    "DescribeQuorum": (55, 0, 2), "FetchSnapshot": (59, 0, 1), "AddRaftVoter": (80, 0, 1),
+    "RemoveRaftVoter": (81, 0, 0),
 }
 
 

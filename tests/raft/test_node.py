@@ -244,3 +244,25 @@ def test_memory_log_recovery_cuts_a_torn_write() -> None:
     log.append(b.build())
     recovered = MemoryRaftLog.recover(log.durable_image(torn_bytes=10))
     assert recovered.end_offset == 1 and recovered.flushed_offset == 1
+
+
+def test_an_empty_replica_starts_from_the_latest_snapshot_even_where_the_log_is_kept() -> None:
+    """Kafka's rule: fetch offset 0 gets the latest (non-bootstrap) snapshot rather than the whole
+    log, also when the log behind the snapshot was kept (unlimited metadata log retention)."""
+    cfg = RaftConfig(1, (1,), clean_log_behind_snapshot=False)
+    n = RaftNode(cfg, MemoryRaftLog(), MemoryQuorumStateStore(), now_ms=0, seed=7)
+    n.append([b"x", b"y"], 1)
+    n.poll(1 + cfg.append_linger_ms)
+    n.drain_committed()
+    hw = n.high_watermark
+    assert hw is not None and hw > 1
+    out = n.handle_request(9, API_FETCH, 17, fetch_request(0, -1, n.epoch), 1, 100)
+    part = out[0].body["responses"][0]["partitions"][0]
+    assert part["records"] and "snapshotId" not in part  # no snapshot yet: the log from 0
+    sid = n.create_snapshot(hw, [b"x", b"y"], 100)
+    assert n.log.start_offset == 0  # kept behind the snapshot
+    out = n.handle_request(9, API_FETCH, 17, fetch_request(0, -1, n.epoch), 2, 101)
+    part = out[0].body["responses"][0]["partitions"][0]
+    assert part["snapshotId"] == {"endOffset": sid.end_offset, "epoch": sid.epoch}
+    out = n.handle_request(9, API_FETCH, 17, fetch_request(1, n.epoch, n.epoch), 3, 102)
+    assert out[0].body["responses"][0]["partitions"][0]["records"]  # a replica part-way reads on

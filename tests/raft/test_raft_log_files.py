@@ -60,3 +60,22 @@ def test_layout_restart_cleaning_and_dump_log(tmp_path: Path, capsys: pytest.Cap
     assert main(["dump-log", "--cluster-metadata-decoder", "--files", files]) == 0
     out = capsys.readouterr().out
     assert "FEATURE_LEVEL_RECORD" in out and "LeaderChange" in out and "SnapshotHeader" in out
+
+
+def test_quorum_state_data_version_follows_the_quorum_kind(tmp_path: Path) -> None:
+    """Kafka writes data_version 0 (with currentVoters) for a static quorum, 1 for a dynamic one."""
+    from kraftwerk.raft import ElectionState
+
+    _, static = open_metadata_log(tmp_path / "static", (1, 2, 3))
+    static.write(ElectionState(4, 2, None))
+    _, dynamic = open_metadata_log(tmp_path / "dynamic", ())
+    dynamic.write(ElectionState(4, 2, None))
+    path = "__cluster_metadata-0/quorum-state"
+    assert (tmp_path / "static" / path).read_bytes() == (
+        b'{"clusterId":"","leaderId":2,"leaderEpoch":4,"votedId":-1,"appliedOffset":0,'
+        b'"currentVoters":[{"voterId":1},{"voterId":2},{"voterId":3}],"data_version":0}')
+    assert (tmp_path / "dynamic" / path).read_bytes() == (
+        b'{"leaderId":2,"leaderEpoch":4,"votedId":-1,"votedDirectoryId":"AAAAAAAAAAAAAAAAAAAAAA",'
+        b'"data_version":1}')
+    assert read_quorum_state(tmp_path / "dynamic" / path).leader_epoch == 4
+    assert dynamic.read() == static.read() == ElectionState(4, 2, None)

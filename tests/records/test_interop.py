@@ -24,9 +24,6 @@ PEERS = ["kafka.record", "aiokafka.record.memory_records"]
 SEGMENTS = [
     ("mixed-formats", "00000000000000000000.log"),
     ("kafka-4.3-standalone", "00000000000000000000.log"),
-    ("kafka-3.7-cluster", "__cluster_metadata-0", "00000000000000000000.log"),
-    ("kafka-3.7-cluster", "TestTopicPatient-0", "00000000000000000000.log"),
-    ("kafka-3.7-cluster", "__consumer_offsets-6", "00000000000000000000.log"),
 ] + [("legacy", n, "00000000000000000000.log") for n in ("v0-none", "v0-gzip", "v1-none", "v1-gzip")]
 
 CASES = [(m, c) for m in (0, 1) for c in (0, 1, 2, 3)] + [(2, c) for c in (0, 1, 2, 3, 4)]
@@ -59,7 +56,11 @@ def _sample(n: int, with_headers: bool) -> list[tuple[int, int, bytes | None, by
 @pytest.mark.parametrize("peer", PEERS)
 @pytest.mark.parametrize("parts", SEGMENTS, ids=lambda p: "/".join(p[:-1]))
 def test_golden_matches_peer_reader(peer: str, parts: tuple[str, ...]) -> None:
-    data = golden_path(*parts).read_bytes()
+    check_peer_reads_alike(peer, golden_path(*parts).read_bytes())
+
+
+def check_peer_reads_alike(peer: str, data: bytes) -> None:
+    """The peer library reads the same records from a real segment as we do."""
     module = importlib.import_module(peer)
     theirs = peer_records(module, data)
     ours = _ours(data)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
@@ -66,12 +67,28 @@ def test_combined_config() -> None:
 
 @pytest.mark.parametrize(("base", "change", "message"), [
     (CONTROLLER, {"process.roles": None}, 'Missing required configuration "process.roles"'),
-    (CONTROLLER, {"process.roles": "zookeeper"}, "Unknown process role 'zookeeper'"),
+    (CONTROLLER, {"process.roles": "zookeeper"},
+     "Invalid value zookeeper for configuration process.roles: String must be one of: broker, controller"),
+    (CONTROLLER, {"process.roles": "controller,controller"}, "Duplicate role names found in `process.roles`"),
+    (CONTROLLER, {"node.id": "-2"}, "Invalid value -2 for configuration node.id: Value must be at least 0"),
+    (CONTROLLER, {"log.dirs": " , "}, "At least one log directory must be defined via log.dirs or log.dir."),
+    (CONTROLLER, {"log.segment.bytes": "13"},
+     "Invalid value 13 for configuration log.segment.bytes: Value must be at least 14"),
+    (CONTROLLER, {"unstable.feature.versions.enable": "yes"},
+     "Invalid value yes for configuration unstable.feature.versions.enable: Expected value to be either "
+     "true or false"),
+    (CONTROLLER, {"controller.quorum.election.timeout.ms": "0"},
+     "Invalid value 0 for configuration controller.quorum.election.timeout.ms: Value must be at least 1"),
     (CONTROLLER, {"node.id": None}, 'Missing required configuration "node.id" which has no default value.'),
     (CONTROLLER, {"node.id": "x"}, "Invalid value x for configuration node.id: Not a number of type INT"),
     (CONTROLLER, {"node.id": "7"}, "the node id 7 must be included in the set of voters "
                                    "controller.quorum.voters={1, 2, 3}"),
-    (CONTROLLER, {"controller.quorum.voters": ""}, "controller.quorum.voters must contain a parseable set"),
+    (CONTROLLER, {"controller.quorum.voters": ""},
+     "controller.quorum.voters must contain a parseable set of controllers"),
+    (CONTROLLER, {"controller.quorum.voters": "", "controller.quorum.bootstrap.servers": "localhost"},
+     "Failed to parse host name from localhost for the configuration controller.quorum.bootstrap.servers"),
+    (CONTROLLER, {"controller.quorum.voters": "", "controller.quorum.bootstrap.servers": "h:x"},
+     "Failed to parse host port from h:x"),
     (CONTROLLER, {"controller.quorum.voters": "1@host"}, "Failed to parse voter entry '1@host'"),
     (CONTROLLER, {"controller.listener.names": "OTHER"},
      "controller.listener.names must contain at least one"),
@@ -91,6 +108,36 @@ def test_invalid_configs(base: dict[str, str], change: dict[str, str | None], me
         ServerConfig.from_properties(props)
 
 
+def test_values_through_the_catalogue_and_unknown_names_logged(caplog: pytest.LogCaptureFixture) -> None:
+    props = dict(BROKER, **{"metadata.max.idle.interval.ms": " 250 ", "ssl.keystore.password": "s3cret",
+                            "my.custom.key": "v", "listener.name.plaintext.ssl.key.password": "k3y",
+                            "log.dirs": "/a, ,/b"})
+    config = ServerConfig.from_properties(props)
+    assert config.metadata_max_idle_interval_ms == 250 and config.log_dirs == ("/a", "/b")
+    assert config.unknown_configs == ("my.custom.key",)
+    assert config.parsed is not None and config.parsed["num.partitions"] == 1
+    assert config.raw["ssl.keystore.password"] == "s3cret"  # kept for the node, never printed:
+    assert "s3cret" not in repr(config) and "k3y" not in repr(config) and "[hidden]" in repr(config)
+    with caplog.at_level(logging.INFO):
+        config.log_values(logging.getLogger("test"))
+    text = caplog.text
+    assert "These configurations '[my.custom.key]' were supplied but are not used yet." in text
+    assert "\tssl.keystore.password = [hidden]" in text and "\tnum.partitions = 1" in text
+    assert "s3cret" not in text
+
+
 def test_unreadable_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="Unable to read"):
         ServerConfig.load(tmp_path / "missing.properties")
+
+
+def test_unlimited_metadata_retention_keeps_the_log() -> None:
+    """Kafka keeps metadata log segments for metadata.max.retention.*; kraftwerk cleans behind each
+    snapshot unless both are -1 (unlimited)."""
+    assert not ServerConfig.from_properties(CONTROLLER).metadata_log_retained
+    both = {"metadata.max.retention.ms": "-1", "metadata.max.retention.bytes": "-1"}
+    assert ServerConfig.from_properties(dict(CONTROLLER, **both)).metadata_log_retained
+    one = dict(CONTROLLER, **{"metadata.max.retention.ms": "-1"})
+    assert not ServerConfig.from_properties(one).metadata_log_retained
+    with pytest.raises(ConfigError, match=r"metadata\.max\.retention\.bytes: Not a number of type LONG"):
+        ServerConfig.from_properties(dict(CONTROLLER, **{"metadata.max.retention.bytes": "lots"}))

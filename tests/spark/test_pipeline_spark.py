@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from kraftwerk.records import iter_batches
 from kraftwerk.storage.scan import discover_segments, scan_segments, summarize
 from kraftwerk.storage.segment import Segment, write_indexes
 from kraftwerk.storage.upconvert import Status
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
     from kraftwerk.spark.jobs import ScanOutput
 
 pytestmark = pytest.mark.spark
+
+SEGMENT = "00000000000000000000.log"
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +61,7 @@ def test_fleet_scans_to_the_right_counts(spark: SparkSession, fleet: Fleet, scan
         F.sum(F.when(F.col("is_control"), 1).otherwise(0)).alias("control"),
         F.sum(F.when(F.col("crc_valid"), 0).otherwise(1)).alias("bad"),
         F.countDistinct("segment").alias("segments")).collect()
-    assert len(rows) == len(fleet.partitions) == 100
+    assert len(rows) == len(fleet.partitions)
     for r in rows:
         books = fleet.books(r["log_dir"], r["topic"], r["partition"])
         expected = (books.batches, len(books.records), books.legacy_batches, books.legacy_bytes,
@@ -132,19 +136,20 @@ def test_listing_many_partition_dirs_runs_no_spark_job(spark: SparkSession, tmp_
     assert int(spark.conf.get(threshold)) == dirs - 8  # the session's setting is back
 
 
-def test_kraft_metadata_log_at_batch_level(spark: SparkSession) -> None:
+def test_kraft_metadata_log_at_batch_level(spark: SparkSession, tmp_path: Path) -> None:
     from kraftwerk.spark.source import list_segments_with_spark, read_log_dirs
 
-    cluster = golden_path("kafka-3.7-cluster")
+    data = tmp_path / "data"
+    shutil.copytree(golden_path("kafka-4.3-standalone"), data / "__cluster_metadata-0")
     # Spark's own recursive listing hides names starting with "_": the listing must still find them
-    listed = {Path(p).parent.name for p, _ in list_segments_with_spark(spark, [str(cluster)])}
-    assert listed == {"__cluster_metadata-0", "__consumer_offsets-6", "TestTopicPatient-0"}
-    direct = spark.read.format("kafka-log").load(str(cluster))
-    assert sorted(direct.collect()) == sorted(read_log_dirs(spark, [str(cluster)]).collect())
-    df = direct.where("topic = '__cluster_metadata'")
-    stats = df.groupBy("magic").count().collect()
-    assert [(r["magic"], r["count"]) for r in stats] == [(2, 4814)]
-    assert df.where("not crc_valid or error is not null").count() == 0
+    listed = {Path(p).parent.name for p, _ in list_segments_with_spark(spark, [str(data)])}
+    assert listed == {"__cluster_metadata-0"}
+    direct = spark.read.format("kafka-log").load(str(data))
+    assert sorted(direct.collect()) == sorted(read_log_dirs(spark, [str(data)]).collect())
+    stats = direct.where("topic = '__cluster_metadata'").groupBy("magic").count().collect()
+    batches = sum(1 for _ in iter_batches((data / "__cluster_metadata-0" / SEGMENT).read_bytes()))
+    assert [(r["magic"], r["count"]) for r in stats] == [(2, batches)]
+    assert direct.where("not crc_valid or error is not null").count() == 0
 
 
 def test_upconvert_job_in_place(spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -197,3 +202,33 @@ def test_pack_work_balances_by_size_and_keeps_order() -> None:
     assert max(loads) - min(loads) <= 10
     assert pack_work(items, [1] * 5, 99) == [[x] for x in items]
     assert pack_work(items, [0] * 5, 1) == [items]
+
+
+def test_a_path_a_task_cannot_read_fails_the_job_in_one_line(spark: SparkSession, tmp_path: Path) -> None:
+    import shutil
+    import socket
+
+    from kraftwerk.spark.errors import SparkJobError, job_failure, require_readable
+    from kraftwerk.spark.source import list_segments_with_spark, read_log_dirs
+
+    fleet = build_fleet(tmp_path / "fleet", log_dirs=1, partitions_per_dir=3)
+    listing = list_segments_with_spark(spark, _dirs(fleet))
+    # a segment deleted since the listing (retention) while its directory is there: an error row
+    gone = Path(listing[0][0])
+    gone.unlink()
+    rows = read_log_dirs(spark, _dirs(fleet), listing=listing).collect()
+    [row] = [r for r in rows if f"{r['topic']}-{r['partition']}" == gone.parent.name
+             and r["segment"] == int(gone.stem)]
+    assert "unreadable" in row["error"]
+    # a partition directory the task's host does not see at all: the job fails, one line
+    lost = Path(listing[-1][0]).parent
+    shutil.rmtree(lost)
+    with pytest.raises(Exception) as failed:
+        read_log_dirs(spark, _dirs(fleet), listing=listing).collect()
+    error = job_failure("the scan job", failed.value)
+    expected = (f"executor on host {socket.gethostname()} cannot read {listing[-1][0]}: No such file or "
+                "directory (the driver sees it; it must be at the same path on every executor)")
+    assert str(error) == expected and "\n" not in str(error)
+    with pytest.raises(SparkJobError, match=f"cannot read {lost}: No such file"):
+        require_readable(str(lost), directory=True)
+    require_readable(str(lost.parent), directory=True)

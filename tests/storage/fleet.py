@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftwerk.records import CompressionType, ControlRecordType, RecordsBuilder, TimestampType
-from tests.conftest import GOLDEN
+from tests.conftest import KAFKA_DATA
 from tests.records.helpers import peer_records, split_batches
 
 Rec = tuple[int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
@@ -143,7 +143,8 @@ def _partition_chunks(w: _Writer, style: str) -> list[tuple[int, bytes]]:
 
 def build_fleet(root: Path, *, log_dirs: int = 3, partitions_per_dir: int = 32, seed: int = 7,
                 golden: bool = True) -> Fleet:
-    """``log_dirs`` broker dirs of ``partitions_per_dir`` partitions each (+ the golden legacy segments)."""
+    """``log_dirs`` broker dirs of ``partitions_per_dir`` partitions each, plus (``golden``) one
+    partition per legacy segment real Kafka wrote (``tests/data/kafka/legacy``) in the first dir."""
     rnd = random.Random(seed)
     dirs = [root / f"broker-{i}" / "data" for i in range(log_dirs)]
     books_all: list[PartitionBooks] = []
@@ -166,10 +167,10 @@ def build_fleet(root: Path, *, log_dirs: int = 3, partitions_per_dir: int = 32, 
                     books.segments[base] = b"".join(c for _, c in part)
                     (books.directory / f"{base:020d}.log").write_bytes(books.segments[base])
             books_all.append(books)
-    if golden and GOLDEN.exists():
+    if golden:
         kafka_record = __import__("kafka.record", fromlist=["MemoryRecords"])
         for i, name in enumerate(GOLDEN_LEGACY):
-            src = GOLDEN / "legacy" / name / "00000000000000000000.log"
+            src = KAFKA_DATA / "legacy" / name / "00000000000000000000.log"
             books = PartitionBooks(dirs[0], f"golden-{name}", i)
             books.directory.mkdir()
             shutil.copyfile(src, books.directory / src.name)

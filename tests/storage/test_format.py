@@ -22,6 +22,7 @@ from kraftwerk.storage.format import (
     random_cluster_id,
 )
 from kraftwerk.versions.metadata_version import MetadataVersion
+from kraftwerk.versions.software import SoftwareVersion
 from tests.conftest import golden_path
 
 CLUSTER = "co8Lz5qWSCe6yEg4UfbcVw"
@@ -242,6 +243,30 @@ def test_config_defaults() -> None:
                                             "log.dirs": "/b,/a"})
     assert config.effective_metadata_log_dir == "/b" and config.directories == ("/a", "/b")
     assert StorageConfig.from_properties({"node.id": "1"}).log_dirs == ("/tmp/kafka-logs",)
+
+
+def test_software_bounds_and_static_config_rules(tmp_path: Path) -> None:
+    """4.4 software formats 4.4-IV1 as stable; the file's values must obey that level's rules."""
+    sw44 = SoftwareVersion.for_release("4.4")
+    result = fmt.format_node(cluster_id=CLUSTER, node_id=1, log_dirs=[tmp_path / "a"], software=sw44,
+                             features={"metadata.version": 32}, static_configs={"log.segment.bytes": "4194304"})
+    assert result.metadata_version is MetadataVersion.IBP_4_4_IV1
+    assert fmt.format_node(cluster_id=CLUSTER, node_id=1, log_dirs=[tmp_path / "b"],
+                           software=sw44).metadata_version is MetadataVersion.IBP_4_4_IV1
+    with pytest.raises(FormatError, match=r"^metadata.version 4.4-IV1 is not yet stable\.$"):
+        fmt.format_node(cluster_id=CLUSTER, node_id=1, log_dirs=[tmp_path / "c"], features={"metadata.version": 32})
+    with pytest.raises(FormatError, match=r"^Invalid value 2097152 for configuration log\.segment\.bytes: Value must "
+                                          r"be at least 3145728 \(since metadata\.version 4\.4-IV1\)$"):
+        fmt.format_node(cluster_id=CLUSTER, node_id=1, log_dirs=[tmp_path / "d"], software=sw44,
+                        static_configs={"log.segment.bytes": "2097152", "ssl.keystore.password": "s3cret"})
+    assert not (tmp_path / "d").exists()
+    config = StorageConfig.from_properties({"node.id": "1", "ssl.keystore.password": "s3cret",
+                                            "kraftwerk.software.version": "4.4",
+                                            "unstable.feature.versions.enable": "true"})
+    assert config.software == sw44.with_unstable() and config.static_configs["ssl.keystore.password"] == "s3cret"
+    assert "s3cret" not in repr(config)
+    with pytest.raises(FormatError, match=r"^Invalid value x for configuration node\.id: Not a number of type INT$"):
+        StorageConfig.from_properties({"node.id": "x"})
 
 
 def test_random_cluster_id() -> None:

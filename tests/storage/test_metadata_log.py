@@ -40,9 +40,12 @@ def _feature(name: str, level: int) -> MetadataRecord:
     return MetadataRecord(lookup_record("FeatureLevelRecord"), 0, {"name": name, "featureLevel": level})
 
 
-@pytest.mark.parametrize("release", ["kafka-4.3-standalone", "kafka-3.7-cluster"])
-def test_golden_bootstrap_reads_and_rewrites(release: str, tmp_path: Path) -> None:
-    path = golden_path(release, "bootstrap.checkpoint")
+def test_golden_bootstrap_reads_and_rewrites(tmp_path: Path) -> None:
+    check_bootstrap_round_trip(golden_path("kafka-4.3-standalone", "bootstrap.checkpoint"), tmp_path)
+
+
+def check_bootstrap_round_trip(path: Path, tmp_path: Path) -> None:
+    """A real bootstrap.checkpoint reads and writes back to Kafka's bytes."""
     boot = read_bootstrap(path.parent)
     assert boot.last_contained_log_timestamp == 0
     assert [r.spec.name for r in boot.records] == ["FeatureLevelRecord"] * len(boot.records)
@@ -89,10 +92,6 @@ def test_golden_metadata_logs_stream() -> None:
     assert isinstance(first, ControlRecord) and first.type is ControlRecordType.LEADER_CHANGE
     names = {e.record.spec.name for e in entries if isinstance(e.record, MetadataRecord)}
     assert {"FeatureLevelRecord", "RegisterBrokerRecord", "NoOpRecord"} <= names
-    d37 = MetadataLogDir(golden_path("kafka-3.7-cluster", "__cluster_metadata-0"))
-    records = [e.record for b in d37.log_batches() for e in b.entries if isinstance(e.record, MetadataRecord)]
-    assert any(r.spec.name == "ZkMigrationStateRecord" for r in records)
-    assert len(list(d37.log_batches(from_offset=4900))) < 40
 
 
 def test_replay_batches_start_after_snapshot(tmp_path: Path) -> None:

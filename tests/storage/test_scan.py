@@ -48,7 +48,7 @@ def test_fleet_scans_to_the_generators_counts(fleet: Fleet) -> None:
     segments = discover_segments(fleet.log_dirs)
     assert len(segments) == sum(len(b.segments) for b in fleet.partitions)
     summaries = summarize(scan_segments(segments))
-    assert len(summaries) == len(fleet.partitions) == 100
+    assert len(summaries) == len(fleet.partitions)
     for s in summaries:
         books = fleet.books(s.log_dir, s.topic, s.partition)
         assert s.batches == books.batches
@@ -69,7 +69,6 @@ def test_fleet_scans_to_the_generators_counts(fleet: Fleet) -> None:
     assert {(m, c) for m in (0, 1) for c in ("none", "gzip", "snappy", "lz4")} <= codecs
     assert {(2, c) for c in ("none", "gzip", "snappy", "lz4", "zstd")} <= codecs
     assert sum(b.control_batches for b in fleet.partitions) > 0
-    golden_path("legacy")
     assert {s.topic for s in summaries if s.topic.startswith("golden-")} == {
         "golden-v0-none", "golden-v0-gzip", "golden-v1-none", "golden-v1-gzip"}
 

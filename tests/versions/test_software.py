@@ -74,7 +74,18 @@ def test_release_with_patch_and_unknown_release() -> None:
     assert SoftwareVersion.for_release("3.9.1") == SoftwareVersion.for_release("3.9")
     with pytest.raises(UnknownReleaseError, match=r"^Unknown software release '2\.8'"):
         SoftwareVersion.for_release("2.8")
-    assert known_releases()[0] == "3.0" and known_releases()[-1] == "4.3"
+    assert known_releases()[0] == "3.0" and known_releases()[-2:] == ("4.3", "4.4")
+
+
+def test_release_4_4_carries_kip_1294() -> None:
+    """kraftwerk's 4.4 accepts 4.4-IV1 (static config reporting, the 3 MiB rule) as production."""
+    sw = SoftwareVersion.for_release("4.4")
+    assert sw.latest_production is MetadataVersion.IBP_4_4_IV1
+    assert sw.parse_metadata_version("4.4") is MetadataVersion.IBP_4_4_IV1
+    assert sw.latest_production.is_broker_static_configs_supported()
+    assert sw.supports("metadata.version", 32) and not sw.supports("metadata.version", 33)
+    assert sw.with_unstable().supports("metadata.version", 34)
+    assert SoftwareVersion.latest().latest_production is MetadataVersion.IBP_4_3_IV0
 
 
 def test_old_and_new_node_side_by_side() -> None:

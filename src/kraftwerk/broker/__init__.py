@@ -10,7 +10,8 @@ Public API: :class:`BrokerNode` (``poll``, ``handle_registration_response``,
 UnregisterBroker call to send before exiting).
 """
 
-from kraftwerk.broker.node import BROKER_API_KEYS, BrokerNode, BrokerState, ConfigSource, ControllerCall
+from kraftwerk.broker.node import BROKER_API_KEYS, BrokerNode, BrokerState, ControllerCall
+from kraftwerk.config import ConfigSource
 from kraftwerk.controller.effects import (
     CloseClientConnections,
     Effect,

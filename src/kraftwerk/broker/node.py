@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kraftwerk.config import ConfigSource, is_sensitive, static_configs_to_report
 from kraftwerk.controller import features as fc
 from kraftwerk.controller.common import (
     ImageReplayer,
@@ -78,17 +79,6 @@ class BrokerState(enum.Enum):
     SHUTTING_DOWN = 7
 
 
-class ConfigSource(enum.IntEnum):
-    """DescribeConfigs ``ConfigSource`` values."""
-
-    UNKNOWN = 0
-    TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-
-
 DEFAULT_BROKER_CONFIGS: Mapping[str, str] = {
     "auto.create.topics.enable": "true",
     "compression.type": "producer",
@@ -114,8 +104,6 @@ TOPIC_DEFAULTS_FROM_BROKER: Mapping[str, str] = {
     "unclean.leader.election.enable": "unclean.leader.election.enable",
 }
 """Topic config → the broker config that supplies its default (Kafka's synonyms)."""
-
-SENSITIVE_SUFFIXES = (".password", "secret", "sasl.jaas.config")
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,7 +311,8 @@ class BrokerNode:
             "previousBrokerEpoch": self.broker_epoch,
             "cordonedLogDirs": [],
             "staticConfigs": [
-                {"name": k, "value": v} for k, v in sorted(self.static_configs.items()) if not _sensitive(k)
+                {"name": k, "value": v}
+                for k, v in (static_configs_to_report(self.static_configs) if self.static_configs else ())
             ],
         }
 
@@ -677,7 +666,7 @@ class BrokerNode:
             for cname, (value, source, synonyms) in sorted(entries.items()):
                 if keys is not None and cname not in keys:
                     continue
-                sensitive = _sensitive(cname)
+                sensitive = is_sensitive(rtype, cname)
                 entry = {
                     "name": cname,
                     "value": None if sensitive else value,
@@ -745,7 +734,7 @@ class BrokerNode:
             for tname, bname in TOPIC_DEFAULTS_FROM_BROKER.items():
                 tsyn: list[Any] = []
                 if tname in topic_cfg:
-                    tsyn.append((tname, topic_cfg[tname], ConfigSource.TOPIC_CONFIG))
+                    tsyn.append((tname, topic_cfg[tname], ConfigSource.DYNAMIC_TOPIC_CONFIG))
                 for layer, src in (
                     (default_dyn, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
                     (self.static_configs, ConfigSource.STATIC_BROKER_CONFIG),
@@ -759,8 +748,8 @@ class BrokerNode:
                 if tname not in out:
                     out[tname] = (
                         value,
-                        ConfigSource.TOPIC_CONFIG,
-                        [(tname, value, ConfigSource.TOPIC_CONFIG)],
+                        ConfigSource.DYNAMIC_TOPIC_CONFIG,
+                        [(tname, value, ConfigSource.DYNAMIC_TOPIC_CONFIG)],
                     )
             return out
         raise _ConfigError(Errors.INVALID_REQUEST, f"Unsupported resource type {rtype}")
@@ -771,7 +760,3 @@ class _ConfigError(Exception):
         super().__init__(message)
         self.error = error
         self.message = message
-
-
-def _sensitive(name: str) -> bool:
-    return any(name.endswith(s) for s in SENSITIVE_SUFFIXES)

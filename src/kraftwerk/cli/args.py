@@ -98,11 +98,24 @@ def input_dir(text: str) -> Path:
     return _readable(text, Path.is_dir, "directory")
 
 
+def _local(text: str) -> str:
+    """A path or a ``file://`` URL as a local path (the Spark pipeline takes both)."""
+    from kraftwerk.storage.fileio import local_path
+
+    try:
+        return local_path(text)
+    except KraftwerkError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def dir_list(text: str) -> str:
-    """Directories like ``log.dirs`` (comma separated); which of them exist is the command's call
-    (a fleet scan reports the missing ones and goes on)."""
-    if not [d for d in text.split(",") if d.strip()]:
+    """Directories like ``log.dirs`` (comma separated; paths or ``file://`` URLs); which of them exist
+    is the command's call (a fleet scan reports the missing ones and goes on)."""
+    dirs = [d for d in text.split(",") if d.strip()]
+    if not dirs:
         raise argparse.ArgumentTypeError("no directory given")
+    for d in dirs:
+        _local(d.strip())
     return text
 
 
@@ -114,9 +127,9 @@ def _nearest_existing(path: Path) -> Path:
 
 
 def output_dir(text: str) -> Path:
-    """A directory to create or fill: an existing directory, or a path whose nearest existing
-    ancestor is a writable directory."""
-    path = Path(text)
+    """A directory to create or fill (a path or a ``file://`` URL): an existing directory, or a path
+    whose nearest existing ancestor is a writable directory."""
+    path = Path(_local(text))
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{path} exists and is not a directory")
     base = _nearest_existing(path)
@@ -152,6 +165,12 @@ def output_file_or_dir(text: str) -> Path:
 
 def cluster_id(text: str) -> str:
     """What ``storage random-uuid`` prints; ``format_node`` checks it with Kafka 3.x's text."""
+    return text
+
+
+def directory_id(text: str) -> str:
+    """A log dir's ``directory.id`` (a base64 UUID like ``storage random-uuid`` prints); the command
+    parses it with Kafka's Uuid rules."""
     return text
 
 

@@ -1,14 +1,19 @@
-"""``kraftwerk cluster up|status|roll|down``: a local cluster of real node processes on loopback.
+"""``kraftwerk cluster up|status|roll|down|add-controller|remove-controller``: a local cluster of
+real node processes on loopback (``cluster rehearse`` lives in :mod:`kraftwerk.cli.rehearse_cmd`).
 
 ``up`` formats every node (the storage layer's ``format_node``, what ``kraftwerk storage format``
-runs), picks free ports, starts the processes detached (pids in ``D/cluster.json``), waits until
-each is ready and prints the brokers' bootstrap list on its last line. A broker whose software
+runs; a dynamic quorum unless ``--static-quorum``), picks free ports, starts the processes detached
+(pids in ``D/cluster.json``), waits until each is ready and prints the brokers' bootstrap list on
+its last line. On a directory that already holds a cluster, ``up`` starts its stopped nodes again
+(same ids, ports and data) instead of formatting. A broker whose software
 cannot support the finalized features stays fenced (the controller refuses its registration):
 ``up`` does not wait for it forever; it reports it with Kafka's refusal text and exits 1, leaving
 the cluster running so that ``roll --node N --software-version S`` can fix it. ``status`` asks
 every node for ApiVersions (software version, finalized features and their epoch). ``roll``
 restarts nodes one at a time on another software version. ``down`` sends SIGTERM and SIGKILLs
-what is still running after the grace period.
+what is still running after the grace period. ``add-controller`` formats and starts one more
+controller and adds it to the voters with AddRaftVoter; ``remove-controller`` removes one with
+RemoveRaftVoter and stops it (KIP-853; a static quorum answers with Kafka's errors).
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kraftwerk.cli.args import (
+    directory_id,
     input_dir,
     node_software_version,
     non_negative_float,
@@ -31,6 +37,10 @@ from kraftwerk.cli.args import (
     software_version,
 )
 from kraftwerk.cli.output import add_output_flag, print_json
+from kraftwerk.protocol.json_form import uuid_to_str
+
+if TYPE_CHECKING:
+    from kraftwerk.runtime.local_cluster import LocalCluster
 
 
 def register(groups: Any) -> None:
@@ -38,10 +48,14 @@ def register(groups: Any) -> None:
     commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
     up = commands.add_parser("up", help="format and start a local cluster")
     up.add_argument("--dir", required=True, type=output_dir, help="the cluster's directory")
-    up.add_argument("--controllers", type=positive_int, default=3, help="number of controllers (default 3)")
-    up.add_argument("--brokers", type=non_negative_int, default=3, help="number of brokers (default 3)")
+    up.add_argument("--controllers", type=positive_int, help="number of controllers (default 3)")
+    up.add_argument("--brokers", type=non_negative_int, help="number of brokers (default 3)")
     up.add_argument("--release-version", "-r", type=release_version,
                     help="metadata.version to format at (default: latest stable)")
+    up.add_argument("--static-quorum", action="store_true",
+                    help="name the voters in controller.quorum.voters (kraft.version 0) instead of "
+                         "formatting the controllers with --initial-controllers (a dynamic quorum, "
+                         "kraft.version 1)")
     up.add_argument("--software-version", type=software_version,
                     help="the Kafka release every node's software acts as (kraftwerk.software.version; "
                          "default: this software)")
@@ -77,6 +91,29 @@ def register(groups: Any) -> None:
     down.add_argument("--grace", type=non_negative_float, default=10.0,
                       help="seconds before SIGKILL (default 10)")
     down.set_defaults(func=_down)
+    add = commands.add_parser(
+        "add-controller", help="start one more controller and add it to the voters (AddRaftVoter)",
+        description="Format a new controller with --no-initial-controllers, start it (it catches up as an "
+                    "observer), then add it to the KRaft voters with AddRaftVoter, as "
+                    "kafka-metadata-quorum.sh add-controller does.")
+    add.add_argument("--dir", required=True, type=input_dir)
+    add.add_argument("--timeout", type=positive_float, default=60.0, help="seconds to wait (default 60)")
+    add_output_flag(add)
+    add.set_defaults(func=_add_controller)
+    remove = commands.add_parser(
+        "remove-controller", help="remove a controller from the voters (RemoveRaftVoter) and stop it",
+        description="Remove a controller from the KRaft voters with RemoveRaftVoter, as "
+                    "kafka-metadata-quorum.sh remove-controller does, then stop its process.")
+    remove.add_argument("--dir", required=True, type=input_dir)
+    remove.add_argument("--controller-id", "-i", type=non_negative_int, required=True,
+                        help="the id of the controller")
+    remove.add_argument("--controller-directory-id", "-d", type=directory_id,
+                        help="its metadata directory id (default: read from its meta.properties)")
+    add_output_flag(remove)
+    remove.set_defaults(func=_remove_controller)
+    from kraftwerk.cli.rehearse_cmd import register_command
+
+    register_command(commands)
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -86,31 +123,26 @@ def _up(args: argparse.Namespace) -> int:
     from kraftwerk.versions.metadata_version import MetadataVersion
 
     root: Path = args.dir
-    if (root / STATE_FILE).exists() and any(n.pid for n in LocalCluster.load(root).nodes):
-        raise NodeError(f"A cluster is already running in {root}; run `kraftwerk cluster down --dir {root}`")
-    if args.release_version is not None:  # refused before anything is written, as format would
-        MetadataVersion.from_version_string(args.release_version)
     started = time.monotonic()
-    software = None if args.software_version == "latest" else args.software_version
-    cluster = plan_cluster(root.resolve(), random_cluster_id(), args.controllers, args.brokers,
-                           software_version=software)
-    for node_id, version in args.node_software_version:
-        cluster.node(node_id).software_version = None if version == "latest" else version
-    root.mkdir(parents=True, exist_ok=True)
-    format_cluster(cluster, args.release_version)
-    cluster.save()
-    try:
-        for node in cluster.controllers:
-            cluster.start(node)
-        fenced = cluster.wait_ready(cluster.controllers, args.timeout)
-        for node in cluster.brokers:
-            if not node.is_controller:
-                cluster.start(node)
-        fenced.update(cluster.wait_ready(cluster.brokers, args.timeout))
-        cluster.wait_brokers_visible([b for b in cluster.brokers if b.node_id not in fenced], args.timeout)
-    except BaseException:
-        cluster.stop(cluster.nodes, grace_s=5)
-        raise
+    if (root / STATE_FILE).exists():
+        cluster = LocalCluster.load(root)
+        _check_restart_flags(args, cluster)
+        restarted = True
+    else:
+        if args.release_version is not None:  # refused before anything is written, as format would
+            MetadataVersion.from_version_string(args.release_version)
+        software = None if args.software_version == "latest" else args.software_version
+        cluster = plan_cluster(root.resolve(), random_cluster_id(),
+                               3 if args.controllers is None else args.controllers,
+                               3 if args.brokers is None else args.brokers,
+                               software_version=software, static_quorum=args.static_quorum)
+        for node_id, version in args.node_software_version:
+            cluster.node(node_id).software_version = None if version == "latest" else version
+        root.mkdir(parents=True, exist_ok=True)
+        format_cluster(cluster, args.release_version)
+        cluster.save()
+        restarted = False
+    fenced = cluster.start_all(args.timeout)
     elapsed = time.monotonic() - started
     if fenced:
         for node_id, reason in sorted(fenced.items()):
@@ -120,18 +152,44 @@ def _up(args: argparse.Namespace) -> int:
                         f"features; the other nodes are up in {root}. Restart them on newer software with "
                         f"`kraftwerk cluster roll --dir {root} --node ID --software-version VERSION`, "
                         f"or stop the cluster with `kraftwerk cluster down --dir {root}`.")
+    quorum = "static" if cluster.static_quorum else "dynamic"
     if args.output == "json":
-        print_json({"clusterId": cluster.cluster_id, "startupSeconds": round(elapsed, 3),
+        print_json({"clusterId": cluster.cluster_id, "restarted": restarted, "quorum": quorum,
+                    "startupSeconds": round(elapsed, 3),
                     "bootstrapServers": cluster.bootstrap_servers,
                     "bootstrapControllers": cluster.bootstrap_controllers,
                     "nodes": [{"nodeId": n.node_id, "roles": n.roles, "address": n.address, "pid": n.pid}
                               for n in cluster.nodes]})
         return 0
-    print(f"Cluster {cluster.cluster_id} is up in {root} ({len(cluster.controllers)} controller(s), "
-          f"{len(cluster.brokers)} broker(s), {elapsed:.1f}s)")
+    print(f"Cluster {cluster.cluster_id} is {'back ' if restarted else ''}up in {root} "
+          f"({len(cluster.controllers)} controller(s), {len(cluster.brokers)} broker(s), {quorum} quorum, "
+          f"{elapsed:.1f}s)")
     print(f"Controllers: {cluster.bootstrap_controllers}")
     print(cluster.bootstrap_servers or cluster.bootstrap_controllers)
     return 0
+
+
+def _check_restart_flags(args: argparse.Namespace, cluster: LocalCluster) -> None:
+    """A second ``up`` brings the same cluster back: flags that would change it are refused."""
+    from kraftwerk.runtime.errors import NodeError
+
+    changes = []
+    if args.controllers is not None and args.controllers != len(cluster.controllers):
+        changes.append(f"--controllers {args.controllers}")
+    if args.brokers is not None and args.brokers != len(cluster.brokers):
+        changes.append(f"--brokers {args.brokers}")
+    if args.static_quorum and not cluster.static_quorum:
+        changes.append("--static-quorum")
+    for flag, value in (("--release-version", args.release_version),
+                        ("--software-version", args.software_version)):
+        if value is not None:
+            changes.append(f"{flag} {value}")
+    if args.node_software_version:
+        changes.append("--node-software-version")
+    if changes:
+        raise NodeError(f"{cluster.root} already holds cluster {cluster.cluster_id}: `cluster up` starts it "
+                        f"again as it is and cannot apply {', '.join(changes)} (use `kraftwerk cluster roll` "
+                        "to change software, or another --dir for a new cluster)")
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -197,4 +255,71 @@ def _down(args: argparse.Namespace) -> int:
     killed += cluster.stop([n for n in cluster.nodes if not n.is_broker], grace_s=args.grace)
     print(f"Stopped {len(cluster.nodes)} node(s) in {args.dir}"
           + (f"; killed after {args.grace:g}s: {', '.join(map(str, killed))}" if killed else ""))
+    return 0
+
+
+def _add_controller(args: argparse.Namespace) -> int:
+    from kraftwerk.runtime.admin_client import AdminClient
+    from kraftwerk.runtime.errors import NodeError
+    from kraftwerk.runtime.local_cluster import (
+        CONTROLLER_LISTENER,
+        HOST,
+        LocalCluster,
+        add_controller_node,
+        free_ports,
+        metadata_directory_id,
+    )
+    from kraftwerk.storage.format import random_uuid
+
+    cluster = LocalCluster.load(args.dir)
+    if cluster.static_quorum:
+        # Kafka's answer comes from the leader before any node would be started: a static quorum
+        # (kraft.version 0) cannot change its voters
+        node_id, (port,), dir_id = max(n.node_id for n in cluster.nodes) + 1, free_ports(1), random_uuid()
+    else:
+        node = add_controller_node(cluster)
+        cluster.start(node)
+        cluster.wait_ready([node], args.timeout)
+        node_id, port, dir_id = node.node_id, node.port, metadata_directory_id(cluster, node)
+    endpoints = [(CONTROLLER_LISTENER, HOST, port)]
+    with AdminClient(cluster.bootstrap_controllers, controllers=True, api_timeout_s=args.timeout) as admin:
+        result = admin.add_raft_voter(node_id, dir_id, endpoints, timeout_ms=int(args.timeout * 1000))
+    if not result.ok:
+        raise NodeError(result.describe())
+    shown = ", ".join(f"{n}://{h}:{p}" for n, h, p in endpoints)
+    if args.output == "json":
+        print_json({"added": node_id, "directoryId": uuid_to_str(dir_id), "endpoints": shown})
+    else:
+        print(f"Added controller {node_id} with directory id {uuid_to_str(dir_id)} and endpoints: {shown}")
+    return 0
+
+
+def _remove_controller(args: argparse.Namespace) -> int:
+    from kraftwerk.protocol.json_form import uuid_from_str
+    from kraftwerk.runtime.admin_client import AdminClient
+    from kraftwerk.runtime.errors import NodeError
+    from kraftwerk.runtime.local_cluster import LocalCluster, metadata_directory_id
+
+    cluster = LocalCluster.load(args.dir)
+    node = cluster.node(args.controller_id)
+    if not node.is_controller:
+        raise NodeError(f"Node {node.node_id} is not a controller")
+    if args.controller_directory_id is not None:
+        try:
+            dir_id = uuid_from_str(args.controller_directory_id)
+        except Exception:  # the codec's error type is an implementation detail
+            raise NodeError(f"Invalid directory id {args.controller_directory_id!r}") from None
+    else:
+        dir_id = metadata_directory_id(cluster, node)
+    with AdminClient(cluster.bootstrap_controllers, controllers=True) as admin:
+        result = admin.remove_raft_voter(node.node_id, dir_id)
+    if not result.ok:
+        raise NodeError(result.describe())
+    cluster.stop([node])
+    cluster.nodes.remove(node)
+    cluster.save()
+    if args.output == "json":
+        print_json({"removed": node.node_id, "directoryId": uuid_to_str(dir_id)})
+    else:
+        print(f"Removed KRaft controller {node.node_id} with directory id {uuid_to_str(dir_id)}")
     return 0

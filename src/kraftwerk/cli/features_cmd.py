@@ -26,6 +26,7 @@ from kraftwerk.cli.args import (
 )
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.cli.storage_cmd import print_feature_dependencies, print_version_mapping
+from kraftwerk.config.properties import properties_values
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.runtime.admin_client import (
@@ -37,7 +38,6 @@ from kraftwerk.runtime.admin_client import (
     UpdateResult,
     UpgradeType,
 )
-from kraftwerk.storage.properties import parse_properties, properties_dict
 from kraftwerk.versions import metadata_version as mvs
 from kraftwerk.versions.errors import VersionError
 from kraftwerk.versions.features import PRODUCTION_FEATURES
@@ -196,7 +196,7 @@ def _load_command_config(path: str | None) -> dict[str, str]:
         text = Path(path).read_text(encoding="latin-1")
     except OSError as exc:
         raise FeatureCommandError(f"{path} ({exc.strerror or exc})") from None
-    props = {k: e.value for k, e in properties_dict(parse_properties(text, path)).items()}
+    props = properties_values(text, path)
     ignored = sorted(k for k in props if k not in _SUPPORTED_CONFIGS)
     if ignored:
         # a warning in the log, as Kafka's AdminClientConfig logs "...supplied but are not used"
@@ -284,6 +284,16 @@ def _upgrade_type(op: str, unsafe: bool) -> UpgradeType:
     return UpgradeType.UNSAFE_DOWNGRADE if unsafe else UpgradeType.SAFE_DOWNGRADE
 
 
+def release_version_updates(mv: MetadataVersion, upgrade_type: UpgradeType) -> dict[str, FeatureUpdate]:
+    """``--release-version``: metadata.version and every feature at its default level for ``mv``."""
+    updates = {mvs.FEATURE_NAME: FeatureUpdate(mv.feature_level, upgrade_type)}
+    for feature in PRODUCTION_FEATURES:
+        level = feature.default_level(mv)
+        if upgrade_type is not UpgradeType.UPGRADE or level > 0:  # never "upgrade" to 0
+            updates[feature.feature_name] = FeatureUpdate(level, upgrade_type)
+    return updates
+
+
 def plan_updates(args: argparse.Namespace) -> dict[str, FeatureUpdate]:
     """The updates Kafka's FeatureCommand builds from the flags, with its parse errors."""
     op: str = args.op
@@ -305,11 +315,7 @@ def plan_updates(args: argparse.Namespace) -> dict[str, FeatureUpdate]:
                 mv = MetadataVersion.from_version_string(release, unstable=True)
             except VersionError as exc:
                 raise FeatureCommandError(str(exc)) from None
-            updates[mvs.FEATURE_NAME] = FeatureUpdate(mv.feature_level, upgrade_type)
-            for feature in PRODUCTION_FEATURES:
-                level = feature.default_level(mv)
-                if upgrade_type is not UpgradeType.UPGRADE or level > 0:  # never "upgrade" to 0
-                    updates[feature.feature_name] = FeatureUpdate(level, upgrade_type)
+            updates.update(release_version_updates(mv, upgrade_type))
         else:
             if metadata is not None:
                 # Kafka 4.2 printed " `metadata` flag is deprecated ..." here; the 4.3 tool's output

@@ -1,15 +1,17 @@
 """``kraftwerk pipeline scan|upconvert``: find and rewrite message format v0/v1 data across a fleet.
 
-Both commands run on Spark (``--master``, default ``local[*]``) or, with ``--no-spark``, in this
-process through the same storage-layer functions. Missing or locked log dirs and corrupt segments
-are reported and skipped, never fatal to the rest of the run; the exit code is 1 when anything was
-skipped so scripts notice.
+Both commands run on Spark (``--master``, default ``local[*]``; ``--conf`` settings as spark-submit
+takes them) or, with ``--no-spark``, in this process through the same storage-layer functions.
+``--print-spark-submit`` prints the ``spark-submit`` command that runs the same job on a cluster's
+own Spark. Missing or locked log dirs and corrupt segments are reported and skipped, never fatal to
+the rest of the run; the exit code is 1 when anything was skipped so scripts notice.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -17,10 +19,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kraftwerk.cli.args import dir_list, output_dir, spark_master
+from kraftwerk.cli.args import dir_list, key_value, output_dir, spark_master
 from kraftwerk.cli.main import UsageError
 from kraftwerk.cli.output import add_output_flag, print_json
-from kraftwerk.storage.fileio import atomic_write
+from kraftwerk.storage.fileio import atomic_write, local_path
 from kraftwerk.storage.scan import (
     BatchRow,
     PartitionSummary,
@@ -70,15 +72,51 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="broker log directories (space or comma separated, like log.dirs)")
     p.add_argument("--master", type=spark_master, default=None,
                    help=f"Spark master URL (default {DEFAULT_MASTER}; under spark-submit: its master)")
+    p.add_argument("--conf", action="append", type=key_value, default=[], metavar="KEY=VALUE",
+                   help="a Spark setting, as spark-submit takes it (repeatable), e.g. "
+                        "spark.pyspark.python=/usr/bin/python3 for the executors' Python")
     p.add_argument("--no-spark", action="store_true", help="run in this process without Spark")
+    p.add_argument("--print-spark-submit", action="store_true",
+                   help="print the spark-submit command that runs this job on a cluster's own Spark, "
+                        "run nothing")
+    p.add_argument("--verbose", action="store_true",
+                   help="let Spark print its own log on the terminal (default: into spark.log of --out, or "
+                        "of the temporary directory)")
     add_output_flag(p)
+
+
+def _path(raw: str | Path) -> Path:
+    """A local path or a file:// URL (both checked by the option's type), made absolute: executors
+    get the same string."""
+    return Path(local_path(str(raw))).absolute()
 
 
 def _log_dirs(raw: Sequence[str]) -> list[str]:
     dirs = [d for part in raw for d in part.split(",") if d]
     if not dirs:
         raise UsageError("--log-dirs needs at least one directory")
-    return [str(Path(d).absolute()) for d in dirs]
+    return [str(_path(d)) for d in dirs]
+
+
+def _spark_submit(args: argparse.Namespace, job: list[str]) -> int:
+    """Print the spark-submit command running ``kraftwerk pipeline <command> <job>`` in the submitted
+    driver: the executors' Python as this run would choose it, this interpreter for the driver."""
+    import kraftwerk.spark.submit as entry
+    from kraftwerk.spark.session import PYTHON_CONF, executor_python
+
+    if args.no_spark:
+        raise UsageError("--print-spark-submit runs the job on Spark: drop --no-spark")
+    given = dict(args.conf)
+    conf = {PYTHON_CONF: executor_python(args.master, given), "spark.pyspark.driver.python": sys.executable,
+            **{k: v for k, v in given.items() if k != PYTHON_CONF}}
+    argv = ["spark-submit"] + (["--master", args.master] if args.master else [])
+    argv += [a for k, v in conf.items() for a in ("--conf", f"{k}={v}")]
+    argv += [str(Path(str(entry.__file__)).resolve()), "pipeline", args.command, *job]
+    if args.output == "json":
+        print_json({"argv": [*argv, "--output", "json"]})
+    else:
+        print(shlex.join(argv))
+    return 0
 
 
 def _split_existing(dirs: list[str]) -> tuple[list[str], list[str]]:
@@ -103,25 +141,38 @@ def _tty() -> bool:
     return sys.stderr.isatty()
 
 
+def _spark_log(args: argparse.Namespace, out: Path | None) -> Path | None:
+    """Where Spark's own output goes: nowhere special with --verbose, else ``spark.log`` of the
+    report directory ``out`` (or of the temporary directory: an up-conversion's ``--out`` is a
+    log dir tree, which must hold the converted segments and nothing else)."""
+    if args.verbose:
+        return None
+    import tempfile
+
+    return (out if out is not None else Path(tempfile.gettempdir()) / "kraftwerk") / "spark.log"
+
+
 # ---------------------------------------------------------------------- scan
 
 def run_scan(args: argparse.Namespace) -> int:
     dirs = _log_dirs(args.log_dirs)
+    out = _path(args.out)
     present, missing = _split_existing(dirs)
     if not present:
         raise ScanError("none of the log directories exists: " + ", ".join(dirs))
+    if args.print_spark_submit:
+        return _spark_submit(args, ["--log-dirs", *dirs, "--out", str(out)])
     for d in missing:
         print(f"Log directory {d} does not exist or is not a directory; skipped", file=sys.stderr)
-    out = Path(args.out)
     start = time.monotonic()
     with _status(f"Scanning {len(present)} log dirs", _tty()):
         if args.no_spark:
             summaries = _scan_local(present, out)
         else:
             from kraftwerk.spark.jobs import scan_job
-            from kraftwerk.spark.session import pipeline_session
+            from kraftwerk.spark.quiet import quiet_session
 
-            with pipeline_session(args.master) as spark:
+            with quiet_session(args.master, _spark_log(args, out), dict(args.conf)) as spark:
                 summaries = scan_job(spark, present, out).summaries
     elapsed = time.monotonic() - start
     tot = totals(summaries)
@@ -192,7 +243,11 @@ def run_upconvert(args: argparse.Namespace) -> int:
     dirs = _log_dirs(args.log_dirs)
     if not _split_existing(dirs)[0]:  # before a Spark session is started for nothing
         raise ScanError("none of the log directories exists: " + ", ".join(dirs))
-    out = None if args.out is None else Path(args.out).absolute()
+    out = None if args.out is None else _path(args.out)
+    if args.print_spark_submit:
+        job = ["--log-dirs", *dirs] + (["--out", str(out)] if out else []) + (
+            ["--in-place"] if args.in_place else []) + (["--dry-run"] if args.dry_run else [])
+        return _spark_submit(args, job)
     start = time.monotonic()
     with _status("Up-converting", _tty()) as update:
 
@@ -204,9 +259,9 @@ def run_upconvert(args: argparse.Namespace) -> int:
                                           dry_run=args.dry_run, progress=progress)
         else:
             from kraftwerk.spark.jobs import upconvert_job
-            from kraftwerk.spark.session import pipeline_session
+            from kraftwerk.spark.quiet import quiet_session
 
-            with pipeline_session(args.master) as spark:
+            with quiet_session(args.master, _spark_log(args, None), dict(args.conf)) as spark:
                 outcomes = upconvert_job(spark, dirs, in_place=args.in_place, out_dir=out,
                                          dry_run=args.dry_run, progress=progress)
     elapsed = time.monotonic() - start

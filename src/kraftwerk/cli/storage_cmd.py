@@ -152,7 +152,7 @@ def _format(args: argparse.Namespace) -> int:
             release = args.metadata_version
     if release is not None:
         try:
-            mvs.parse_version_string(release, unstable=config.unstable_feature_versions_enable)
+            config.software.parse_metadata_version(release)
         except VersionError as exc:
             raise FormatError(str(exc)) from None
     voters = check_quorum_flags(config, standalone=args.standalone,
@@ -173,6 +173,8 @@ def _format(args: argparse.Namespace) -> int:
         initial_controllers=voters,
         no_initial_controllers=args.no_initial_controllers,
         controller_listener_name=(config.controller_listener_names or ("CONTROLLER",))[0],
+        software=config.software,
+        static_configs=config.static_configs,
         out=print if text else None,
     )
     if not text:

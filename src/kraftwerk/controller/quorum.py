@@ -68,8 +68,9 @@ UNREGISTER_BROKER = 64
 CONTROLLER_REGISTRATION = 70
 DESCRIBE_QUORUM = 55
 
-RAFT_API_KEYS = (1, 52, 53, 54, 55, 59)
-"""Fetch, Vote, BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum, FetchSnapshot (the runtime's)."""
+RAFT_API_KEYS = (1, 52, 53, 54, 55, 59, 80, 81)
+"""Fetch, Vote, BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum, FetchSnapshot, AddRaftVoter,
+RemoveRaftVoter (the runtime's)."""
 CONTROLLER_API_KEYS = (
     API_VERSIONS,
     UPDATE_FEATURES,

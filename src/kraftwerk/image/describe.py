@@ -1,7 +1,7 @@
 """A readable description of an image (what ``kraftwerk metadata show`` prints).
 
-Config values that may be secrets are redacted: a name containing ``password``, ``secret`` or
-``credentials``, every ``*.jaas.config`` and private keys (``ssl.keystore.key``). SCRAM credentials and
+Config values that may be secrets are redacted with the config layer's rule (Kafka's
+``maybeSensitive``: a PASSWORD-typed config, or one whose type is unknown). SCRAM credentials and
 delegation tokens are counted, never shown.
 """
 
@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from kraftwerk.config.secrets import redact
 from kraftwerk.image.model import (
     BrokerRegistration,
     ConfigResourceType,
@@ -23,19 +24,6 @@ from kraftwerk.image.model import (
 )
 from kraftwerk.protocol.json_form import uuid_to_str
 from kraftwerk.versions.metadata_version import FEATURE_NAME, MetadataVersion
-
-HIDDEN = "[hidden]"
-_SENSITIVE_PARTS = ("password", "secret", "credentials", "jaas.config", "private.key", "keystore.key")
-
-
-def is_sensitive(config_name: str) -> bool:
-    """Whether a config's value may be a secret (Kafka's PASSWORD-typed configs and kin)."""
-    lowered = config_name.lower()
-    return any(part in lowered for part in _SENSITIVE_PARTS)
-
-
-def redact(name: str, value: str | None) -> str | None:
-    return HIDDEN if value is not None and is_sensitive(name) else value
 
 
 def resource_type_name(rtype: int) -> str:
@@ -84,7 +72,7 @@ def describe_broker(b: BrokerRegistration) -> dict[str, Any]:
         "logDirs": [_uid(d) for d in b.directories],
         "cordonedLogDirs": [_uid(d) for d in b.cordoned_directories],
         "supportedFeatures": _ranges(b.supported_features),
-        "staticConfigs": {n: redact(n, v) for n, v in b.static_configs},
+        "staticConfigs": {n: redact(ConfigResourceType.BROKER, n, v) for n, v in b.static_configs},
     }
 
 
@@ -130,7 +118,7 @@ def describe_configs(configs: Mapping[Any, Mapping[str, str]]) -> list[dict[str,
         out.append({
             "resourceType": resource_type_name(resource.type),
             "resourceName": resource.name,
-            "configs": {n: redact(n, v) for n, v in sorted(configs[resource].items())},
+            "configs": {n: redact(resource.type, n, v) for n, v in sorted(configs[resource].items())},
         })
     return out
 

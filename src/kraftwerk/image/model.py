@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kraftwerk.config.types import ConfigResourceType as ConfigResourceType  # re-exported
 from kraftwerk.image.pmap import PMap
 from kraftwerk.versions.metadata_version import MetadataVersion
 
@@ -232,15 +233,6 @@ class ConfigResource:
 
     type: int
     name: str
-
-
-class ConfigResourceType(enum.IntEnum):
-    UNKNOWN = 0
-    TOPIC = 2
-    BROKER = 4
-    BROKER_LOGGER = 8
-    CLIENT_METRICS = 16
-    GROUP = 32
 
 
 #: (entity type, entity name or None for the default entity), sorted by entity type.

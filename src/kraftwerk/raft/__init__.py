@@ -15,6 +15,9 @@ A host (``kraftwerk.runtime`` over TCP, ``kraftwerk.sim`` under a virtual clock)
 - kraft.version (KIP-853): ``node.kraft_version`` / ``node.kraft_version_at(offset)`` from the
   KRaftVersionRecords in the log and snapshot; ``node.upgrade_kraft_version(level, now_ms,
   validate_only)`` (leader) writes the 0 -> 1 control batch
+- voters: ``node.voter_set`` (static ``RaftConfig.voters``, or the latest VotersRecord of a dynamic
+  quorum), ``node.address_of(id)`` for the host's connections; AddRaftVoter / RemoveRaftVoter
+  requests change the set (:mod:`kraftwerk.raft.reconfig`)
 
 Every call returns (or accumulates, see :meth:`RaftNode.take_effects`) effects:
 :class:`SendRequest` / :class:`SendResponse` with codec dict bodies (camelCase keys) to encode at
@@ -34,11 +37,14 @@ from kraftwerk.raft.log import (
 )
 from kraftwerk.raft.node import RaftNode
 from kraftwerk.raft.types import (
+    API_ADD_RAFT_VOTER,
+    API_API_VERSIONS,
     API_BEGIN_QUORUM_EPOCH,
     API_DESCRIBE_QUORUM,
     API_END_QUORUM_EPOCH,
     API_FETCH,
     API_FETCH_SNAPSHOT,
+    API_REMOVE_RAFT_VOTER,
     API_VOTE,
     METADATA_PARTITION,
     METADATA_TOPIC,
@@ -62,13 +68,17 @@ from kraftwerk.raft.types import (
     SnapshotLoad,
     VoterEndpoint,
 )
+from kraftwerk.raft.voters import Voter, VoterSet
 
 __all__ = [
+    "API_ADD_RAFT_VOTER",
+    "API_API_VERSIONS",
     "API_BEGIN_QUORUM_EPOCH",
     "API_DESCRIBE_QUORUM",
     "API_END_QUORUM_EPOCH",
     "API_FETCH",
     "API_FETCH_SNAPSHOT",
+    "API_REMOVE_RAFT_VOTER",
     "API_VOTE",
     "METADATA_PARTITION",
     "METADATA_TOPIC",
@@ -100,5 +110,7 @@ __all__ = [
     "SendResponse",
     "SnapshotId",
     "SnapshotLoad",
+    "Voter",
     "VoterEndpoint",
+    "VoterSet",
 ]

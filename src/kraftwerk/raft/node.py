@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import random
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,12 +30,16 @@ from kraftwerk.protocol.control_records import (
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.errors import ProtocolError
 from kraftwerk.raft.log import ElectionState, QuorumStateStore, RaftLog, SnapshotId, scan_batch_infos
+from kraftwerk.raft.reconfig import VoterChanges
 from kraftwerk.raft.types import (
+    API_ADD_RAFT_VOTER,
+    API_API_VERSIONS,
     API_BEGIN_QUORUM_EPOCH,
     API_DESCRIBE_QUORUM,
     API_END_QUORUM_EPOCH,
     API_FETCH,
     API_FETCH_SNAPSHOT,
+    API_REMOVE_RAFT_VOTER,
     API_VOTE,
     METADATA_PARTITION,
     METADATA_TOPIC,
@@ -58,6 +61,7 @@ from kraftwerk.raft.types import (
     SendResponse,
     SnapshotLoad,
 )
+from kraftwerk.raft.voters import VoterSet
 from kraftwerk.records.batch import iter_batches
 from kraftwerk.records.builder import RecordsBuilder
 from kraftwerk.records.errors import RecordsError
@@ -74,8 +78,6 @@ _POSITION_OUT_OF_RANGE = Errors.POSITION_OUT_OF_RANGE.value.code
 _INVALID_REQUEST = Errors.INVALID_REQUEST.value.code
 _INCONSISTENT_CLUSTER = Errors.INCONSISTENT_CLUSTER_ID.value.code
 _KRAFT_VERSION = "kraft.version"
-#: Kafka's Uuid.ZERO_UUID: the directory id a VotersRecord holds for a voter whose id is unknown.
-_ZERO_UUID = uuid.UUID(int=0)
 
 
 def _kraft_controls(raw: bytes) -> list[tuple[int, ControlRecordType, bytes]]:
@@ -158,6 +160,8 @@ class RaftNode:
         self._parked: list[_ParkedFetch] = []
         self._needs_flush = False
         self._flush_at = 0
+        self._changes = VoterChanges(self)  # AddRaftVoter / RemoveRaftVoter in progress
+        self._resign_requested = False
         # resigned
         self._end_pending: dict[int, int] = {}
         # follower snapshot download
@@ -167,12 +171,18 @@ class RaftNode:
         # KIP-853 control state: (offset of the record, value) in log order; the entries of a
         # snapshot's header sit at its end offset - 1 (Kafka's KRaftControlRecordStateMachine)
         self._kraft_history: list[tuple[int, int]] = []
-        self._voters_history: list[tuple[int, Body]] = []
+        self._voters_history: list[tuple[int, VoterSet]] = []
+        self._static_voters = VoterSet.static(config.voters, config.voter_endpoints,
+                                              config.kraft_version_range)
+        self._voter_set = self._static_voters
+        self._addresses: dict[int, tuple[str, int]] = dict(zip(config.bootstrap_ids, config.bootstrap_servers,
+                                                                strict=True))
         self._rebuild_kraft_state()
         # committed delivery
         snap = log.latest_snapshot()
         self._applied = log.start_offset
-        if snap is not None and snap.end_offset >= log.start_offset:
+        if snap is not None and snap.end_offset >= log.start_offset and snap.end_offset > 0:
+            # (the bootstrap snapshot 0-0 holds only the initial voters: nothing to load)
             self._queue_snapshot_load(snap)
         self._initialize(now_ms)
 
@@ -221,13 +231,45 @@ class RaftNode:
             level = value
         return level
 
-    def _voters_at(self, offset: int) -> Body | None:
-        found: Body | None = None
+    def _voters_record_at(self, offset: int) -> Body | None:
+        """The VotersRecord value in force for the log below ``offset`` (a snapshot's header)."""
+        found: VoterSet | None = None
         for at, value in self._voters_history:
             if at >= offset:
                 break
             found = value
-        return found
+        return None if found is None else found.to_record()
+
+    @property
+    def voter_set(self) -> VoterSet:
+        """The voters in force (Kafka's ``lastVoterSet``): the latest VotersRecord in the log or
+        snapshot, committed or not, else the static ``controller.quorum.voters``."""
+        return self._voter_set
+
+    @property
+    def voters(self) -> tuple[int, ...]:
+        return self._voter_set.ids
+
+    @property
+    def is_voter(self) -> bool:
+        return self._voter_set.is_voter(self.node_id, self.config.directory_id)
+
+    def _majority(self) -> int:
+        return len(self._voter_set.voters) // 2 + 1
+
+    def address_of(self, node_id: int) -> tuple[str, int] | None:
+        """Where to send requests for ``node_id``: a voter's controller endpoint, a bootstrap
+        server (negative ids), or an endpoint a response or AddRaftVoter named."""
+        voter = self._voter_set.get(node_id)
+        found = voter.address(self.config.listener_name) if voter is not None else None
+        return found or self._addresses.get(node_id)
+
+    def _voters_changed(self) -> None:
+        """The latest VotersRecord changed (appended, replicated, truncated away, or loaded)."""
+        self._voter_set = self._voters_history[-1][1] if self._voters_history else self._static_voters
+        if self._role is Role.LEADER:
+            for v in self._voter_set.ids:
+                self._replicas.setdefault(v, _Replica())
 
     @property
     def epoch_start_offset(self) -> int:
@@ -243,7 +285,7 @@ class RaftNode:
                 end = self.log.flushed_offset if rid == self.node_id else rep.end_offset
                 fetch = now_ms if (rid == self.node_id and now_ms is not None) else rep.last_fetch_ms
                 progress = ReplicaProgress(rid, end, -1 if fetch is None else fetch, rep.last_caught_up_ms)
-                (voters if rid in self.config.voters else observers).append(progress)
+                (voters if rid in self.voters else observers).append(progress)
         return QuorumInfo(
             self.node_id,
             self._role,
@@ -280,15 +322,17 @@ class RaftNode:
                 self._become_prospective(now_ms, self._backoff())
         elif role is Role.FOLLOWER:
             if self._fetch_deadline is not None and now_ms >= self._fetch_deadline:
-                if self.config.is_voter:
+                if self.is_voter:
                     self._become_prospective(now_ms, 0)
                 else:
                     self._become_unattached(self._epoch, now_ms, persist=False)
             else:
                 self._maybe_send_fetch(now_ms)
         elif role is Role.UNATTACHED:
-            if self.config.is_voter:
-                if self._election_deadline is not None and now_ms >= self._election_deadline:
+            if self.is_voter:
+                if self._election_deadline is None:  # an observer the voter set just took in
+                    self._election_deadline = now_ms + self._randomized_election_timeout()
+                elif now_ms >= self._election_deadline:
                     self._become_prospective(now_ms, 0)
             else:
                 self._maybe_discover(now_ms)
@@ -305,7 +349,7 @@ class RaftNode:
             if role in (Role.PROSPECTIVE, Role.CANDIDATE):
                 if not self._votes_sent:
                     times.append(self._send_at)
-            elif (role is Role.FOLLOWER or (role is Role.UNATTACHED and not self.config.is_voter)) and not (
+            elif (role is Role.FOLLOWER or (role is Role.UNATTACHED and not self.is_voter)) and not (
                 self._has_in_flight(API_FETCH) or self._has_in_flight(API_FETCH_SNAPSHOT)
             ):
                 times.append(self._send_at)
@@ -320,6 +364,11 @@ class RaftNode:
             times.extend(self._begin_pending.values())
             times.extend(self._begin_resend_due(v) for v in self._begin_resend_candidates())
             times.append(self._check_quorum_deadline())
+            change_deadline = self._changes.next_deadline_ms()
+            if change_deadline is not None:
+                times.append(change_deadline)
+            if self._resign_requested:
+                times.append(0)
         elif self._role is Role.RESIGNED:
             times.extend(self._end_pending.values())
         return min(times) if times else 1 << 62
@@ -374,7 +423,7 @@ class RaftNode:
             raise KRaftVersionError(f"Invalid upgrade of {_KRAFT_VERSION} from version {current} to {level}")
         if validate_only:
             return True
-        voters = self._static_voters_value(low, high)
+        voters = VoterSet.static(self.config.voters, self.config.voter_endpoints, (low, high))
         builder = RecordsBuilder(
             base_offset=self.log.end_offset, is_control=True, partition_leader_epoch=self._epoch
         )
@@ -384,35 +433,18 @@ class RaftNode:
             codec.encode(KRAFT_VERSION_RECORD, 0, {"version": 0, "kRaftVersion": level}),
         )
         builder.append_control_record(
-            now_ms, ControlRecordType.KRAFT_VOTERS, codec.encode(VOTERS_RECORD, 0, voters)
+            now_ms, ControlRecordType.KRAFT_VOTERS, codec.encode(VOTERS_RECORD, 0, voters.to_record())
         )
         base = self.log.end_offset
         self.log.append(builder.build())
         self._kraft_history.append((base, level))
         self._voters_history.append((base + 1, voters))
+        self._voters_changed()
         if not self._needs_flush:
             self._needs_flush = True
             self._flush_at = now_ms + self.config.append_linger_ms
         log.info("node %d appended kraft.version %d at offset %d", self.node_id, level, base)
         return True
-
-    def _static_voters_value(self, low: int, high: int) -> Body:
-        """The VotersRecord value of the configured voters (Kafka's ``VoterSet.toVotersRecord``)."""
-        endpoints: dict[int, list[Body]] = {}
-        for e in self.config.voter_endpoints:
-            endpoints.setdefault(e.voter_id, []).append({"name": e.name, "host": e.host, "port": e.port})
-        return {
-            "version": 0,
-            "voters": [
-                {
-                    "voterId": v,
-                    "voterDirectoryId": _ZERO_UUID,
-                    "endpoints": endpoints.get(v, []),
-                    "kRaftVersionFeature": {"minSupportedVersion": low, "maxSupportedVersion": high},
-                }
-                for v in self.config.voters
-            ],
-        }
 
     def _track_controls(self, raw: bytes) -> None:
         """Record the KRaftVersion/KRaftVoters records of batches just added to the log."""
@@ -425,7 +457,9 @@ class RaftNode:
                 level = int(codec.decode(KRAFT_VERSION_RECORD, 0, value)["kRaftVersion"])
                 self._kraft_history.append((offset, level))
             else:
-                self._voters_history.append((offset, dict(codec.decode(VOTERS_RECORD, 0, value))))
+                voters = VoterSet.from_record(codec.decode(VOTERS_RECORD, 0, value))
+                self._voters_history.append((offset, voters))
+                self._voters_changed()
 
     def _rebuild_kraft_state(self) -> None:
         """Read the control state from the latest snapshot and the log after it (start-up, a
@@ -445,17 +479,46 @@ class RaftNode:
                     level = int(codec.decode(KRAFT_VERSION_RECORD, 0, value)["kRaftVersion"])
                     self._kraft_history.append((snap.end_offset - 1, level))
                 else:
-                    voters = dict(codec.decode(VOTERS_RECORD, 0, value))
+                    voters = VoterSet.from_record(codec.decode(VOTERS_RECORD, 0, value))
                     self._voters_history.append((snap.end_offset - 1, voters))
             start = snap.end_offset
         if start < self.log.end_offset:
             for _info, raw in self.log.batches(start, self.log.end_offset):
                 self._track_controls(raw)
+        self._voters_changed()
 
     def _forget_controls_from(self, offset: int) -> None:
         """The log was truncated to ``offset``: its control records there are gone."""
         self._kraft_history = [e for e in self._kraft_history if e[0] < offset]
         self._voters_history = [e for e in self._voters_history if e[0] < offset]
+        self._voters_changed()
+
+    def _append_voters(self, voters: VoterSet, now_ms: int) -> int:
+        """Append a control batch holding one VotersRecord (leader); returns its offset. The new
+        voter set is in force at once, before it commits (Kafka's KRaft listener reads it)."""
+        builder = RecordsBuilder(
+            base_offset=self.log.end_offset, is_control=True, partition_leader_epoch=self._epoch
+        )
+        builder.append_control_record(
+            now_ms, ControlRecordType.KRAFT_VOTERS, codec.encode(VOTERS_RECORD, 0, voters.to_record())
+        )
+        offset = self.log.end_offset
+        batch = builder.build()
+        self.log.append(batch)
+        self._track_controls(batch)
+        if not self._needs_flush:
+            self._needs_flush = True
+            self._flush_at = now_ms + self.config.append_linger_ms
+        log.info("node %d appended the voter set %s at offset %d", self.node_id, voters.keys_text, offset)
+        return offset
+
+    def _replica_caught_up(self, replica: int, now_ms: int, window_ms: int) -> bool:
+        """Kafka's ``isReplicaCaughtUp`` for an observer about to become a voter."""
+        rep = self._replicas.get(replica)
+        return rep is not None and rep.last_caught_up_ms > 0 and rep.last_fetch_ms > now_ms - window_ms
+
+    def _resign_after_removal(self) -> None:
+        self._resign_requested = True
 
     def drain_committed(self) -> list[Committed]:
         """Committed batches (and snapshot loads) not handed out yet, in log order."""
@@ -494,7 +557,7 @@ class RaftNode:
                 epoch=info.epoch,
                 last_contained_log_timestamp=last_time,
                 kraft_version=kraft_level,
-                voters=self._voters_at(end_offset) if kraft_level > 0 else None,
+                voters=self._voters_record_at(end_offset) if kraft_level > 0 else None,
                 clock=lambda: now_ms,
             )
         )
@@ -532,6 +595,10 @@ class RaftNode:
             self._respond(source_id, api_key, version, correlation_id, self._on_fetch_snapshot_request(body))
         elif api_key == API_DESCRIBE_QUORUM:
             self._respond(source_id, api_key, version, correlation_id, self.describe_quorum(now_ms))
+        elif api_key == API_ADD_RAFT_VOTER:
+            self._changes.add_voter(source_id, version, body, correlation_id, now_ms)
+        elif api_key == API_REMOVE_RAFT_VOTER:
+            self._changes.remove_voter(source_id, version, body, correlation_id, now_ms)
         else:
             raise ValueError(f"raft does not handle api key {api_key}")
         return self.take_effects()
@@ -554,6 +621,8 @@ class RaftNode:
             self._on_end_quorum_response(source_id, body, now_ms)
         elif api_key == API_FETCH_SNAPSHOT:
             self._on_fetch_snapshot_response(source_id, body, flight, now_ms)
+        elif api_key == API_API_VERSIONS:
+            self._changes.api_versions_response(source_id, body, now_ms)
         return self.take_effects()
 
     def describe_quorum(self, now_ms: int) -> Body:
@@ -622,22 +691,22 @@ class RaftNode:
     # ================================================================== state transitions
     def _initialize(self, now_ms: int) -> None:
         cfg = self.config
-        if self._leader_id == cfg.node_id and cfg.is_voter:
+        if self._leader_id == cfg.node_id and self.is_voter:
             # Kafka: a leader that restarts comes back resigned in its epoch, never leader
             self._role = Role.RESIGNED
             self._election_deadline = now_ms + self._randomized_election_timeout()
-            self._end_pending = {v: now_ms for v in cfg.voters if v != cfg.node_id}
+            self._end_pending = {v: now_ms for v in self.voters if v != cfg.node_id}
         elif self._leader_id is not None and self._leader_id != cfg.node_id:
             self._start_follower(now_ms)
-        elif self._voted_id == cfg.node_id and cfg.is_voter:
+        elif self._voted_id == cfg.node_id and self.is_voter:
             self._become_prospective(now_ms, self._backoff())
         else:
             self._role = Role.UNATTACHED
-            if cfg.is_voter:
+            if self.is_voter:
                 self._election_deadline = now_ms + self._randomized_election_timeout()
             else:
                 self._send_at = now_ms
-        if cfg.is_voter and len(cfg.voters) == 1 and self._role is not Role.RESIGNED:
+        if self.is_voter and len(self.voters) == 1 and self._role is not Role.RESIGNED:
             self._become_prospective(now_ms, 0)
 
     def _persist(self) -> None:
@@ -646,6 +715,8 @@ class RaftNode:
     def _leave_role(self) -> None:
         """Clear per-role state; a leader answers its parked fetches with NOT_LEADER."""
         if self._role is Role.LEADER:
+            self._changes.abort()
+            self._resign_requested = False
             parked, self._parked = self._parked, []
             for p in parked:
                 self._respond(
@@ -680,7 +751,7 @@ class RaftNode:
             self._leader_id = None
         if persist:
             self._persist()
-        if self.config.is_voter:
+        if self.is_voter:
             self._election_deadline = now_ms + self._randomized_election_timeout()
         else:
             self._send_at = now_ms + self.config.retry_backoff_ms
@@ -704,7 +775,7 @@ class RaftNode:
 
     def _become_prospective(self, now_ms: int, delay_ms: int) -> None:
         """KIP-996: ask for pre-votes for epoch + 1 without bumping the epoch."""
-        if not self.config.is_voter:
+        if not self.is_voter:
             return
         # the leader we gave up on: vote responses that still name it must not pull us back
         self._abandoned_leader = self._leader_id
@@ -737,7 +808,6 @@ class RaftNode:
         self._leader_id = self.node_id
         self._persist()
         self._download = None
-        cfg = self.config
         self._epoch_start_offset = self.log.end_offset
         value = codec.encode(
             LEADER_CHANGE_MESSAGE,
@@ -745,7 +815,7 @@ class RaftNode:
             {
                 "version": 0,
                 "leaderId": self.node_id,
-                "voters": [{"voterId": v} for v in cfg.voters],
+                "voters": [{"voterId": v} for v in self.voters],
                 "grantingVoters": [{"voterId": v} for v in granting],
             },
         )
@@ -753,11 +823,21 @@ class RaftNode:
             base_offset=self.log.end_offset, is_control=True, partition_leader_epoch=self._epoch
         )
         builder.append_control_record(now_ms, ControlRecordType.LEADER_CHANGE, value)
-        self.log.append(builder.build())
+        if self.kraft_version >= 1 and self._voters_history and self._voters_history[-1][0] < 0:
+            # Kafka's appendStartOfEpochControlRecords: voters known only from the bootstrap
+            # snapshot go into the log, so that followers and observers replicate them
+            kraft = {"version": 0, "kRaftVersion": self.kraft_version}
+            builder.append_control_record(now_ms, ControlRecordType.KRAFT_VERSION,
+                                          codec.encode(KRAFT_VERSION_RECORD, 0, kraft))
+            builder.append_control_record(now_ms, ControlRecordType.KRAFT_VOTERS,
+                                          codec.encode(VOTERS_RECORD, 0, self._voter_set.to_record()))
+        batch = builder.build()
+        self.log.append(batch)
+        self._track_controls(batch)
         self._needs_flush = True
         self._flush_at = now_ms
-        self._replicas = {v: _Replica(last_fetch_ms=now_ms) for v in cfg.voters}
-        self._begin_pending = {v: now_ms for v in cfg.voters if v != self.node_id}
+        self._replicas = {v: _Replica(last_fetch_ms=now_ms) for v in self.voters}
+        self._begin_pending = {v: now_ms for v in self.voters if v != self.node_id}
         log.info("node %d became leader of epoch %d", self.node_id, self._epoch)
         self._leader_poll(now_ms)
 
@@ -765,7 +845,7 @@ class RaftNode:
         self._leave_role()
         self._role = Role.RESIGNED
         self._election_deadline = now_ms + self._randomized_election_timeout()
-        self._end_pending = {v: now_ms for v in self.config.voters if v != self.node_id}
+        self._end_pending = {v: now_ms for v in self.voters if v != self.node_id}
         self._send_end_quorum(now_ms)
 
     def _observe_epoch(self, leader_id: int, epoch: int, now_ms: int) -> bool:
@@ -829,6 +909,8 @@ class RaftNode:
             self._begin_pending[flight.destination] = retry
         elif flight.api_key == API_END_QUORUM_EPOCH and flight.destination in self._end_pending:
             self._end_pending[flight.destination] = retry
+        elif flight.api_key == API_API_VERSIONS:
+            self._changes.api_versions_failed(flight.destination)
 
     def _cluster_ok(self, body: Body) -> bool:
         cid = body.get("clusterId")
@@ -854,7 +936,7 @@ class RaftNode:
                 self._become_leader(now_ms)
             return
         epoch = self._epoch + 1 if pre else self._epoch
-        for voter in self.config.voters:
+        for voter in self.voters:
             if voter == self.node_id:
                 continue
             body = self._request_body(
@@ -868,7 +950,7 @@ class RaftNode:
             self._send(voter, API_VOTE, body, now_ms, context=(pre, epoch))
 
     def _has_majority(self, ids: set[int]) -> bool:
-        return len(ids & set(self.config.voters)) >= self.config.majority
+        return len(ids & set(self.voters)) >= self._majority()
 
     def _log_up_to_date(self, last_epoch: int, last_offset: int) -> bool:
         return (last_epoch, last_offset) >= (self.log.last_fetched_epoch(), self.log.end_offset)
@@ -894,7 +976,7 @@ class RaftNode:
         candidate = int(part["replicaId"])
         epoch = int(part["replicaEpoch"])
         pre = bool(part.get("preVote", False)) and version >= 2
-        if not self.config.is_voter or candidate not in self.config.voters:
+        if not self.is_voter or candidate not in self.voters:
             return self._vote_body(_NONE, False)
         up_to_date = self._log_up_to_date(int(part["lastOffsetEpoch"]), int(part["lastOffset"]))
         if pre:
@@ -991,7 +1073,7 @@ class RaftNode:
 
     def _send_end_quorum(self, now_ms: int) -> None:
         successors = sorted(
-            (v for v in self.config.voters if v != self.node_id), key=lambda v: (-self._replica_end(v), v)
+            (v for v in self.voters if v != self.node_id), key=lambda v: (-self._replica_end(v), v)
         )
         for voter, at in list(self._end_pending.items()):
             if now_ms < at or self._has_in_flight(API_END_QUORUM_EPOCH, voter):
@@ -1020,7 +1102,7 @@ class RaftNode:
             return self._quorum_epoch_body(_NONE, _FENCED)
         if epoch > self._epoch:
             self._become_unattached(epoch, now_ms)
-        elif self._role is Role.FOLLOWER and self._leader_id == leader and self.config.is_voter:
+        elif self._role is Role.FOLLOWER and self._leader_id == leader and self.is_voter:
             # Kafka's endQuorumEpochElectionBackoff: preferred successors time out first
             cands = [int(c["candidateId"]) for c in part.get("preferredCandidates") or []]
             if not cands:
@@ -1069,7 +1151,17 @@ class RaftNode:
                     ],
                 }
             ],
+            "nodeEndpoints": self._leader_endpoints(),
         }
+
+    def _leader_endpoints(self) -> list[Body]:
+        """Fetch's NodeEndpoints: where the leader this node knows listens, so that an observer
+        that found the quorum through a bootstrap server can fetch from the leader itself."""
+        leader = self._leader_id
+        address = None if leader is None else self.address_of(leader)
+        if leader is None or address is None:
+            return []
+        return [{"nodeId": leader, "host": address[0], "port": address[1], "rack": None}]
 
     def _on_fetch_request(self, source: int, version: int, body: Body, corr: int, now_ms: int) -> None:
         if not self._cluster_ok(body):
@@ -1102,14 +1194,13 @@ class RaftNode:
             return
         start = self.log.start_offset
         snap = self.log.latest_snapshot()
-        if (
-            start > 0
-            and snap is not None
-            and (
-                fetch_offset < start
-                or (fetch_offset == start and last_epoch != self._snapshot_epoch_at(start))
-            )
-        ):
+        behind_start = start > 0 and (
+            fetch_offset < start or (fetch_offset == start and last_epoch != self._snapshot_epoch_at(start))
+        )
+        # Kafka: a replica with an empty log starts from the latest snapshot (not the bootstrap one)
+        # even where the log behind it was kept, rather than replaying every record from offset 0
+        empty_replica = fetch_offset == 0 and snap is not None and snap.end_offset > 0
+        if snap is not None and (behind_start or empty_replica):
             self._respond(source, API_FETCH, version, corr, self._fetch_body(snapshot=snap))
             return
         if fetch_offset > 0 or last_epoch > 0:
@@ -1166,13 +1257,14 @@ class RaftNode:
         elif fetch_offset >= 0:
             data = self.log.read(fetch_offset, max_bytes)
             part["records"] = data or None
-        return {"errorCode": _NONE, "responses": [{"topicId": METADATA_TOPIC_ID, "partitions": [part]}]}
+        return {"errorCode": _NONE, "responses": [{"topicId": METADATA_TOPIC_ID, "partitions": [part]}],
+                "nodeEndpoints": self._leader_endpoints()}
 
     def _update_replica(self, replica: int, offset: int, now_ms: int) -> None:
         rep = self._replicas.get(replica)
         if rep is None:
             rep = self._replicas[replica] = _Replica()
-        if replica in self.config.voters:
+        if replica in self.voters:
             self._begin_pending.pop(replica, None)
         rep.last_fetch_ms = now_ms
         # a fetch offset can go down after a follower truncated; Kafka tracks the latest
@@ -1187,17 +1279,18 @@ class RaftNode:
         ends = sorted(
             (
                 self.log.flushed_offset if v == self.node_id else self._replica_end(v)
-                for v in self.config.voters
+                for v in self.voters
             ),
             reverse=True,
         )
-        candidate = ends[self.config.majority - 1]
+        candidate = ends[self._majority() - 1]
         if candidate > self._epoch_start_offset and (self._hw is None or candidate > self._hw):
             self._hw = candidate
+            self._changes.high_watermark_updated()
 
     def _begin_resend_candidates(self) -> list[int]:
         """Voters the beginQuorumEpoch timer may pick: not already pending, none in flight."""
-        return [v for v in self.config.voters if v != self.node_id and v not in self._begin_pending
+        return [v for v in self.voters if v != self.node_id and v not in self._begin_pending
                 and not self._has_in_flight(API_BEGIN_QUORUM_EPOCH, v)]
 
     def _begin_resend_due(self, voter: int) -> int:
@@ -1212,9 +1305,9 @@ class RaftNode:
         """When the leader resigns if a majority of voters has not fetched (Kafka's check-quorum,
         1.5 x fetch timeout)."""
         others = sorted(
-            (self._replicas[v].last_fetch_ms for v in self.config.voters if v != self.node_id), reverse=True
+            (self._replicas[v].last_fetch_ms for v in self.voters if v != self.node_id), reverse=True
         )
-        need = self.config.majority - 1
+        need = self._majority() - (1 if self.is_voter else 0)
         if need <= 0 or not others:
             return 1 << 62
         return others[need - 1] + self.config.fetch_timeout_ms * 3 // 2
@@ -1224,6 +1317,12 @@ class RaftNode:
             self.log.flush()  # the leader's records count only once durable
             self._needs_flush = False
             self._update_high_watermark(now_ms)
+        self._changes.expire(now_ms)
+        if self._resign_requested:
+            log.info("leader %d is not in the committed voter set %s; resigning from epoch %d",
+                     self.node_id, self.voter_set.keys_text, self._epoch)
+            self._become_resigned(now_ms)
+            return
         if now_ms >= self._check_quorum_deadline():
             log.info(
                 "leader %d of epoch %d lost contact with a majority; resigning", self.node_id, self._epoch
@@ -1312,7 +1411,7 @@ class RaftNode:
         """An observer without a leader asks a random voter (Kafka's bootstrap fetch)."""
         if self._send_at is None or now_ms < self._send_at or self._has_in_flight(API_FETCH):
             return
-        voter = self._rng.choice(self.config.voters)
+        voter = self._rng.choice(self.voters or self.config.bootstrap_ids)
         self._send_fetch(voter, now_ms)
         self._send_at = now_ms + self.config.request_timeout_ms
 
@@ -1384,6 +1483,8 @@ class RaftNode:
         if body.get("errorCode", _NONE) != _NONE or part is None:
             self._send_at = retry
             return
+        for endpoint in body.get("nodeEndpoints") or ():
+            self._addresses[int(endpoint["nodeId"])] = (str(endpoint["host"]), int(endpoint["port"]))
         leader = part.get("currentLeader") or {}
         leader_id, leader_epoch = int(leader.get("leaderId", -1)), int(leader.get("leaderEpoch", -1))
         if self._observe_epoch(leader_id, leader_epoch, now_ms):

@@ -21,13 +21,16 @@ METADATA_PARTITION = 0
 #: Kafka's ``Topic.CLUSTER_METADATA_TOPIC_ID`` (Uuid.METADATA_TOPIC_ID): 0...01.
 METADATA_TOPIC_ID = uuid.UUID(int=1)
 
-#: Api keys of the RPCs the core handles.
+#: Api keys of the RPCs the core handles (and ApiVersions, which it sends to a voter being added).
 API_FETCH = 1
+API_API_VERSIONS = 18
 API_VOTE = 52
 API_BEGIN_QUORUM_EPOCH = 53
 API_END_QUORUM_EPOCH = 54
 API_DESCRIBE_QUORUM = 55
 API_FETCH_SNAPSHOT = 59
+API_ADD_RAFT_VOTER = 80
+API_REMOVE_RAFT_VOTER = 81
 
 #: The request version the core builds for each api key (the runtime encodes at this version;
 #: Vote v2 is the first with KIP-996 PreVote, Fetch v17 carries ReplicaState and topic ids).
@@ -38,6 +41,7 @@ REQUEST_VERSIONS: dict[int, int] = {
     API_END_QUORUM_EPOCH: 1,
     API_FETCH_SNAPSHOT: 1,
     API_DESCRIBE_QUORUM: 2,
+    API_API_VERSIONS: 4,
 }
 
 #: Codec dicts (camelCase keys), exactly what ``kraftwerk.protocol.codec`` encodes and decodes.
@@ -93,7 +97,15 @@ class Role(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class RaftConfig:
-    """Static quorum configuration (``controller.quorum.*``); a node not in ``voters`` is an observer.
+    """Quorum configuration (``controller.quorum.*``).
+
+    A static quorum names its ``voters`` (``controller.quorum.voters``); a dynamic one (KIP-853)
+    leaves them empty and names ``bootstrap_servers`` (``controller.quorum.bootstrap.servers``):
+    the voters then come from the VotersRecord of the log or snapshot (the bootstrap snapshot
+    ``kafka-storage format --initial-controllers`` writes). A node that is not a voter is an
+    observer. ``directory_id`` is the metadata log dir's ``directory.id`` (a voter's key is its id
+    and directory id); ``listener_name`` is the controller listener whose endpoint a VotersRecord
+    gives for each voter.
 
     Timeouts follow Kafka's defaults: ``controller.quorum.election.timeout.ms`` (1000),
     ``fetch.timeout.ms`` (2000), ``election.backoff.max.ms`` (1000), ``request.timeout.ms`` (2000),
@@ -115,26 +127,30 @@ class RaftConfig:
     #: ``controller.quorum.append.linger.ms``: how long the leader lets appends gather before it
     #: flushes (they count toward the high watermark only after the flush).
     append_linger_ms: int = 25
-    #: Delete log batches below the latest snapshot once one exists (log cleaning).
+    #: Delete log batches below the latest snapshot once one exists (log cleaning); the runtime
+    #: keeps them when the metadata log's retention is unlimited (``metadata.max.retention.*`` -1).
     clean_log_behind_snapshot: bool = True
     #: The voters' endpoints, written into the VotersRecord of a kraft.version 0 -> 1 upgrade.
     voter_endpoints: tuple[VoterEndpoint, ...] = ()
     #: The kraft.version levels this software supports (the VotersRecord's KRaftVersionFeature).
     kraft_version_range: tuple[int, int] = (0, 1)
+    #: ``controller.quorum.bootstrap.servers`` (host, port): where an observer of a dynamic quorum
+    #: looks for the leader; the core names them with ids -2, -3, ... (Kafka's bootstrap node ids).
+    bootstrap_servers: tuple[tuple[str, int], ...] = ()
+    directory_id: uuid.UUID | None = None
+    listener_name: str | None = None
 
     def __post_init__(self) -> None:
-        if not self.voters:
-            raise ValueError("controller.quorum.voters must name at least one voter")
+        if not self.voters and not self.bootstrap_servers:
+            raise ValueError("either controller.quorum.voters or controller.quorum.bootstrap.servers must "
+                             "name at least one controller")
         if len(set(self.voters)) != len(self.voters):
             raise ValueError(f"duplicate voter ids in {self.voters}")
 
     @property
-    def is_voter(self) -> bool:
-        return self.node_id in self.voters
-
-    @property
-    def majority(self) -> int:
-        return len(self.voters) // 2 + 1
+    def bootstrap_ids(self) -> tuple[int, ...]:
+        """The ids the core sends to for ``bootstrap_servers`` (Kafka's ``-(i + 2)``)."""
+        return tuple(-(i + 2) for i in range(len(self.bootstrap_servers)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,9 @@ It does what Kafka's ``KafkaAdminClient`` does for the feature commands, with pl
   Against brokers it goes to a broker, which forwards it to the active controller; against
   controllers it goes to the active controller named by DescribeCluster. NOT_CONTROLLER is retried
   after re-discovering the controller. v2 responses carry only a top-level error, which applies to
-  every feature, as in Kafka's admin client.
+  every feature, as in Kafka's admin client;
+* :meth:`AdminClient.add_raft_voter` / :meth:`AdminClient.remove_raft_voter` send AddRaftVoter /
+  RemoveRaftVoter (KIP-853) to the active controller (``--bootstrap-controller`` only).
 
 Frames are 4-byte big-endian sizes followed by a request/response header
 (``kraftwerk.protocol.header``) and a body encoded by ``kraftwerk.protocol.codec``.
@@ -26,6 +28,7 @@ import logging
 import socket
 import struct
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -42,6 +45,8 @@ log = logging.getLogger(__name__)
 API_VERSIONS = 18
 UPDATE_FEATURES = 57
 DESCRIBE_CLUSTER = 60
+ADD_RAFT_VOTER = 80
+REMOVE_RAFT_VOTER = 81
 _SIZE = struct.Struct(">i")
 _MAX_RESPONSE_BYTES = 100 * 1024 * 1024
 
@@ -430,6 +435,42 @@ class AdminClient:
                 if value["errorCode"] != Errors.NOT_CONTROLLER.code:
                     return update_features_results(updates, value)
                 last_error = value.get("errorMessage") or Errors.NOT_CONTROLLER.message or "NOT_CONTROLLER"
+            if self._monotonic() + self.retry_backoff_s >= deadline:
+                raise AdminClientError(last_error)
+            self._sleep(self.retry_backoff_s)
+
+
+    def add_raft_voter(self, voter_id: int, directory_id: uuid.UUID,
+                       endpoints: Sequence[tuple[str, str, int]], timeout_ms: int = 30_000) -> UpdateResult:
+        """Kafka's ``Admin.addRaftVoter``: ``endpoints`` are the new voter's (listener, host, port)."""
+        body = {"clusterId": None, "timeoutMs": timeout_ms, "voterId": voter_id,
+                "voterDirectoryId": directory_id, "ackWhenCommitted": True,
+                "listeners": [{"name": n, "host": h, "port": p} for n, h, p in endpoints]}
+        return self._voter_change(ADD_RAFT_VOTER, body)
+
+    def remove_raft_voter(self, voter_id: int, directory_id: uuid.UUID) -> UpdateResult:
+        """Kafka's ``Admin.removeRaftVoter``."""
+        body = {"clusterId": None, "voterId": voter_id, "voterDirectoryId": directory_id}
+        return self._voter_change(REMOVE_RAFT_VOTER, body)
+
+    def _voter_change(self, api_key: int, body: codec.Value) -> UpdateResult:
+        """Send a voter change to the active controller; NOT_LEADER_OR_FOLLOWER (a leader change on
+        the way) is retried until ``api_timeout_s``, as Kafka's admin client does."""
+        if not self.controllers:
+            raise AdminClientError("Adding or removing a KRaft controller needs --bootstrap-controller")
+        deadline = self._monotonic() + self.api_timeout_s
+        last_error = "Timed out waiting for a node assignment."
+        while True:
+            try:
+                conn = self._controller()
+                _, value = self._call(conn, api_key, body, conn.usable_version(api_key))
+            except AdminClientError as exc:
+                last_error = str(exc)
+            else:
+                error = Errors.for_code(value["errorCode"])
+                if error is not Errors.NOT_LEADER_OR_FOLLOWER:
+                    return UpdateResult(error, value.get("errorMessage"))
+                last_error = error.describe()
             if self._monotonic() + self.retry_backoff_s >= deadline:
                 raise AdminClientError(last_error)
             self._sleep(self.retry_backoff_s)

@@ -1,27 +1,27 @@
-"""``server.properties`` for a KRaft node, with Kafka's config names, defaults and validation texts.
+"""``server.properties`` for a KRaft node, read through the config catalogue.
 
-Only what the node uses is interpreted; every other key is kept (``ServerConfig.raw``) so a broker
-can report its static configs. ``kraftwerk.software.version`` (ours) names the Kafka release whose
-feature ranges the node advertises (``SoftwareVersion.for_release``), so a rolling upgrade of
-binaries can be rehearsed on one machine; it defaults to this software.
+Every config the catalogue knows is typed and checked against its base validator with Kafka's
+texts (the first bad one fails the start, as in Kafka); then Kafka's KRaft cross-checks run.
+Names the catalogue does not know are kept (``ServerConfig.raw``, whose ``repr`` hides secrets)
+and logged at start as Kafka does. ``kraftwerk.software.version`` (ours) names the Kafka release
+whose feature ranges the node advertises (``SoftwareVersion.for_release``), so a rolling upgrade
+of binaries can be rehearsed on one machine; it defaults to this software.
 """
 
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from kraftwerk.config import ConfigMap, ParsedConfig, log_dirs, parse_broker_config, properties_values
+from kraftwerk.config.catalogue.controller import LOG_FILE_CONFIG, SOFTWARE_VERSION_CONFIG
+from kraftwerk.config.errors import ConfigError, ConfigValueError, MissingConfigError
 from kraftwerk.errors import KraftwerkError
-from kraftwerk.runtime.errors import ConfigError
-from kraftwerk.storage.properties import parse_properties, properties_dict
 from kraftwerk.versions.software import SoftwareVersion
-
-SOFTWARE_VERSION_CONFIG = "kraftwerk.software.version"
-LOG_FILE_CONFIG = "kraftwerk.log.file"
-DEFAULT_SECURITY_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 
 
 class ProcessRole(enum.Enum):
@@ -63,6 +63,9 @@ class ServerConfig:
     security_protocol_map: Mapping[str, str]
     inter_broker_listener_name: str
     quorum_voters: tuple[Voter, ...]
+    #: ``controller.quorum.bootstrap.servers`` (host, port): a dynamic quorum (KIP-853) names these
+    #: instead of ``controller.quorum.voters``; the voters then come from the metadata log.
+    quorum_bootstrap_servers: tuple[tuple[str, int], ...]
     log_dirs: tuple[str, ...]
     metadata_log_dir: str
     software: SoftwareVersion
@@ -75,9 +78,16 @@ class ServerConfig:
     quorum_request_timeout_ms: int = 2000
     retry_backoff_ms: int = 20
     socket_request_max_bytes: int = 104_857_600
+    #: ``metadata.max.retention.ms`` and ``metadata.max.retention.bytes`` both -1 (Kafka's
+    #: unlimited retention): the metadata log keeps every segment behind its snapshots
+    metadata_log_retained: bool = False
     unstable_feature_versions_enable: bool = False
+    metadata_max_idle_interval_ms: int = 500
     log_file: str | None = None
-    raw: Mapping[str, str] = field(default_factory=dict)
+    raw: Mapping[str, str] = field(default_factory=lambda: ConfigMap({}))
+    """Every key as given (unknown ones included); its ``repr`` hides secrets."""
+    parsed: ParsedConfig | None = field(default=None, repr=False, compare=False)
+    """Every catalogue config, typed (defaults included), and the unknown names."""
 
     # --- derived --------------------------------------------------------------------------
 
@@ -96,6 +106,11 @@ class ServerConfig:
     @property
     def voter_ids(self) -> tuple[int, ...]:
         return tuple(v.node_id for v in self.quorum_voters)
+
+    @property
+    def is_dynamic_quorum(self) -> bool:
+        """No static ``controller.quorum.voters``: the voters come from the VotersRecord."""
+        return not self.quorum_voters
 
     def voter(self, node_id: int) -> Voter | None:
         return next((v for v in self.quorum_voters if v.node_id == node_id), None)
@@ -116,6 +131,22 @@ class ServerConfig:
             return tuple(e for e in self.advertised_listeners if e.listener not in names)
         return self.broker_listeners
 
+    # --- the values as given ---------------------------------------------------------------
+
+    @property
+    def unknown_configs(self) -> tuple[str, ...]:
+        """Names given that the catalogue does not know (logged at start, kept in ``raw``)."""
+        return () if self.parsed is None else self.parsed.unknown
+
+    def log_values(self, logger: logging.Logger) -> None:
+        """What Kafka logs at start: every config value (passwords hidden) and the unknown names."""
+        if self.parsed is None:
+            return
+        logger.info("%s", self.parsed.values_text("KafkaConfig"))
+        if self.parsed.unknown:
+            logger.warning("These configurations '[%s]' were supplied but are not used yet.",
+                           ", ".join(self.parsed.unknown))
+
     # --- loading --------------------------------------------------------------------------
 
     @classmethod
@@ -125,39 +156,39 @@ class ServerConfig:
             text = path.read_text(encoding="latin-1")
         except OSError as exc:
             raise ConfigError(f"Unable to read {path}: {exc.strerror or exc}") from None
-        try:
-            entries = properties_dict(parse_properties(text, path))
-        except KraftwerkError as exc:
-            raise ConfigError(str(exc)) from None
-        return cls.from_properties({k: e.value.strip() for k, e in entries.items()})
+        return cls.from_properties(properties_values(text, str(path)))
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> ServerConfig:
-        roles = _parse_roles(props.get("process.roles"))
-        node_id = _int(props, "node.id", None)
+        parsed = parse_broker_config(props)
+        roles = _parse_roles(parsed)
+        node_id = parsed.integer("node.id")
+        if not parsed.is_set("node.id"):
+            raise MissingConfigError("node.id")
         if node_id < 0:
-            raise ConfigError(f"Invalid value {node_id} for configuration node.id: Value must be at least 0")
-        listeners = _parse_endpoints(props.get("listeners", "PLAINTEXT://:9092"), "listeners")
-        advertised_text = props.get("advertised.listeners")
+            raise ConfigValueError("node.id", str(node_id), "Value must be at least 0")
+        listeners = _parse_endpoints(parsed.text("listeners"), "listeners")
+        advertised_text = parsed.text("advertised.listeners")
         advertised = _parse_endpoints(advertised_text, "advertised.listeners") if advertised_text else ()
-        names_text = props.get("controller.listener.names", "")
+        names_text = parsed.text("controller.listener.names")
         controller_names = tuple(n.strip().upper() for n in names_text.split(",") if n.strip())
-        protocol_map = _parse_protocol_map(props.get("listener.security.protocol.map"), controller_names)
-        voters = _parse_voters(props.get("controller.quorum.voters", ""))
-        dirs_text = props.get("log.dirs") or props.get("log.dir") or "/tmp/kafka-logs"
-        log_dirs = tuple(d.strip() for d in dirs_text.split(",") if d.strip())
-        if not log_dirs:
+        map_name = "listener.security.protocol.map"
+        protocol_map = _parse_protocol_map(parsed.text(map_name), controller_names,
+                                           explicit=parsed.is_set(map_name))
+        voters = _parse_voters(",".join(parsed.elements("controller.quorum.voters")))
+        bootstrap = _parse_bootstrap_servers(",".join(parsed.elements("controller.quorum.bootstrap.servers")))
+        directories = log_dirs(parsed)
+        if not directories:
             raise ConfigError("At least one log directory must be defined via log.dirs or log.dir.")
-        metadata_dir = props.get("metadata.log.dir") or log_dirs[0]
-        unstable = _bool(props, "unstable.feature.versions.enable", False)
-        software_text = props.get(SOFTWARE_VERSION_CONFIG)
+        metadata_dir = parsed.text("metadata.log.dir") or directories[0]
+        unstable = parsed.flag("unstable.feature.versions.enable")
+        software_text = parsed.text(SOFTWARE_VERSION_CONFIG)
         try:
             software = (SoftwareVersion.for_release(software_text, unstable=unstable) if software_text
                         else SoftwareVersion.latest(unstable=unstable))
         except KraftwerkError as exc:
-            raise ConfigError(f"Invalid value {software_text} for configuration {SOFTWARE_VERSION_CONFIG}: "
-                              f"{exc}") from None
-        inter_broker = props.get("inter.broker.listener.name", "").strip().upper()
+            raise ConfigValueError(SOFTWARE_VERSION_CONFIG, software_text, str(exc)) from None
+        inter_broker = parsed.text("inter.broker.listener.name").strip().upper()
         if not inter_broker:
             non_controller = [e.listener for e in listeners if e.listener not in controller_names]
             use_default = "PLAINTEXT" in non_controller or not non_controller
@@ -171,22 +202,26 @@ class ServerConfig:
             security_protocol_map=MappingProxyType(protocol_map),
             inter_broker_listener_name=inter_broker,
             quorum_voters=voters,
-            log_dirs=log_dirs,
+            quorum_bootstrap_servers=bootstrap,
+            log_dirs=directories,
             metadata_log_dir=metadata_dir,
             software=software,
-            broker_session_timeout_ms=_int(props, "broker.session.timeout.ms", 9000, minimum=1),
-            broker_heartbeat_interval_ms=_int(props, "broker.heartbeat.interval.ms", 2000, minimum=1),
-            initial_broker_registration_timeout_ms=_int(
-                props, "initial.broker.registration.timeout.ms", 60000),
-            election_timeout_ms=_int(props, "controller.quorum.election.timeout.ms", 1000, minimum=1),
-            fetch_timeout_ms=_int(props, "controller.quorum.fetch.timeout.ms", 2000, minimum=1),
-            election_backoff_max_ms=_int(props, "controller.quorum.election.backoff.max.ms", 1000, minimum=1),
-            quorum_request_timeout_ms=_int(props, "controller.quorum.request.timeout.ms", 2000, minimum=1),
-            retry_backoff_ms=_int(props, "controller.quorum.retry.backoff.ms", 20, minimum=0),
-            socket_request_max_bytes=_int(props, "socket.request.max.bytes", 104_857_600, minimum=1),
+            broker_session_timeout_ms=parsed.integer("broker.session.timeout.ms"),
+            broker_heartbeat_interval_ms=parsed.integer("broker.heartbeat.interval.ms"),
+            initial_broker_registration_timeout_ms=parsed.integer("initial.broker.registration.timeout.ms"),
+            election_timeout_ms=parsed.integer("controller.quorum.election.timeout.ms"),
+            fetch_timeout_ms=parsed.integer("controller.quorum.fetch.timeout.ms"),
+            election_backoff_max_ms=parsed.integer("controller.quorum.election.backoff.max.ms"),
+            quorum_request_timeout_ms=parsed.integer("controller.quorum.request.timeout.ms"),
+            retry_backoff_ms=parsed.integer("controller.quorum.retry.backoff.ms"),
+            socket_request_max_bytes=parsed.integer("socket.request.max.bytes"),
+            metadata_log_retained=(parsed.integer("metadata.max.retention.ms"),
+                                   parsed.integer("metadata.max.retention.bytes")) == (-1, -1),
             unstable_feature_versions_enable=unstable,
-            log_file=props.get(LOG_FILE_CONFIG) or None,
-            raw=MappingProxyType(dict(props)),
+            metadata_max_idle_interval_ms=parsed.integer("metadata.max.idle.interval.ms"),
+            log_file=parsed.text(LOG_FILE_CONFIG) or None,
+            raw=ConfigMap(props),
+            parsed=parsed,
         )
         config.validate()
         return config
@@ -196,12 +231,13 @@ class ServerConfig:
         voter_ids = set(self.voter_ids)
         voters = "{" + ", ".join(str(v) for v in sorted(voter_ids)) + "}"
         cln = "controller.listener.names"
-        if not voter_ids:
-            raise _E("If using process.roles, controller.quorum.voters must contain a parseable set of "
-                     "voters.")
+        if not voter_ids and not self.quorum_bootstrap_servers:
+            raise _E("If using process.roles, either controller.quorum.bootstrap.servers must contain the "
+                     "set of bootstrap controllers or controller.quorum.voters must contain a parseable set "
+                     "of controllers.")
         listener_names = {e.listener for e in self.listeners}
         if self.is_controller:
-            if self.node_id not in voter_ids:
+            if voter_ids and self.node_id not in voter_ids:
                 raise _E(f"If process.roles contains the 'controller' role, the node id {self.node_id} "
                          f"must be included in the set of voters controller.quorum.voters={voters}")
             if not self.controller_listeners:
@@ -256,49 +292,11 @@ class ServerConfig:
 _E = ConfigError
 
 
-def _missing(name: str) -> ConfigError:
-    return ConfigError(f'Missing required configuration "{name}" which has no default value.')
-
-
-def _int(props: Mapping[str, str], name: str, default: int | None, *, minimum: int | None = None) -> int:
-    text = props.get(name)
-    if text is None or text == "":
-        if default is None:
-            raise _missing(name)
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise ConfigError(f"Invalid value {text} for configuration {name}: Not a number of type "
-                          "INT") from None
-    if not -(2**31) <= value < 2**31:
-        raise ConfigError(f"Invalid value {text} for configuration {name}: Not a number of type INT")
-    if minimum is not None and value < minimum:
-        raise ConfigError(f"Invalid value {value} for configuration {name}: Value must be at least {minimum}")
-    return value
-
-
-def _bool(props: Mapping[str, str], name: str, default: bool) -> bool:
-    text = props.get(name)
-    if text is None or text == "":
-        return default
-    if text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    raise ConfigError(f"Invalid value {text} for configuration {name}: Expected value to be either true or "
-                      "false")
-
-
-def _parse_roles(text: str | None) -> frozenset[ProcessRole]:
-    if text is None or not text.strip():
-        raise _missing("process.roles")
-    names = [r.strip() for r in text.split(",") if r.strip()]
-    roles: list[ProcessRole] = []
-    for name in names:
-        try:
-            roles.append(ProcessRole(name))
-        except ValueError:
-            raise ConfigError(f"Unknown process role '{name}' (only 'broker' and 'controller' are allowed "
-                              "roles)") from None
+def _parse_roles(parsed: ParsedConfig) -> frozenset[ProcessRole]:
+    names = [r for r in parsed.elements("process.roles") if r]
+    if not names:
+        raise MissingConfigError("process.roles")
+    roles = [ProcessRole(name) for name in names]  # the catalogue's validator allowed only these
     if len(set(roles)) != len(roles):
         raise ConfigError(f"Duplicate role names found in `process.roles`: {names}")
     return frozenset(roles)
@@ -329,11 +327,9 @@ def _parse_endpoints(text: str | None, name: str) -> tuple[Endpoint, ...]:
     return tuple(out)
 
 
-def _parse_protocol_map(text: str | None, controller_names: tuple[str, ...]) -> dict[str, str]:
-    explicit = text is not None and text.strip() != ""
+def _parse_protocol_map(text: str, controller_names: tuple[str, ...], *, explicit: bool) -> dict[str, str]:
     result: dict[str, str] = {}
-    source = text if explicit and text else DEFAULT_SECURITY_PROTOCOL_MAP
-    for item in (p.strip() for p in source.split(",")):
+    for item in (p.strip() for p in text.split(",")):
         if not item:
             continue
         name, colon, protocol = item.partition(":")
@@ -346,6 +342,27 @@ def _parse_protocol_map(text: str | None, controller_names: tuple[str, ...]) -> 
         for name in controller_names:
             result.setdefault(name, "PLAINTEXT")
     return result
+
+
+def _parse_bootstrap_servers(text: str) -> tuple[tuple[str, int], ...]:
+    """``host:port,...`` with the checks and texts of Kafka's ``QuorumConfig.parseBootstrapServers``."""
+    out: list[tuple[str, int]] = []
+    name = "controller.quorum.bootstrap.servers"
+    for entry in (p.strip() for p in text.split(",")):
+        if not entry:
+            continue
+        host, colon, port_text = entry.rpartition(":")
+        host = host.strip("[]")
+        if not colon or not host:
+            raise ConfigError(f"Failed to parse host name from {entry} for the configuration {name}. Each "
+                              'entry should be in the form "{host}:{port}"')
+        try:
+            port = int(port_text)
+        except ValueError:
+            raise ConfigError(f"Failed to parse host port from {entry} for the configuration {name}. Each "
+                              'entry should be in the form "{host}:{port}"') from None
+        out.append((host, port))
+    return tuple(out)
 
 
 def _parse_voters(text: str) -> tuple[Voter, ...]:

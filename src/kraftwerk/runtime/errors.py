@@ -1,16 +1,14 @@
-"""Errors of the runtime layer: configuration, network and node-process failures."""
+"""Errors of the runtime layer: network and node-process failures (config errors are the config
+layer's, re-exported here)."""
 
 from __future__ import annotations
 
+from kraftwerk.config.errors import ConfigError as ConfigError  # an invalid server.properties
 from kraftwerk.errors import KraftwerkError
 
 
 class RuntimeLayerError(KraftwerkError):
     """Root of the runtime layer's errors (named so it does not shadow the builtin RuntimeError)."""
-
-
-class ConfigError(RuntimeLayerError):
-    """An invalid ``server.properties``: Kafka's ``ConfigException`` texts."""
 
 
 class NetworkError(RuntimeLayerError):

@@ -8,7 +8,11 @@ Layout of ``D``::
     D/node-<id>/server.log          the node's log (stderr of the process)
 
 Controllers get ids 1..C, brokers C+1..C+B. Every node is formatted with the storage layer's
-``format_node`` (what ``kraftwerk storage format`` runs) and started detached with
+``format_node`` (what ``kraftwerk storage format`` runs). The quorum is dynamic by default, as in
+Kafka 4.x's quick start: controllers are formatted with ``--initial-controllers`` (each with a
+fresh directory id; kraft.version 1) and every node names ``controller.quorum.bootstrap.servers``;
+``static_quorum`` keeps the older ``controller.quorum.voters`` form (kraft.version 0). Nodes are
+started detached with
 ``python -m kraftwerk.cli.server_cmd start`` (``kraftwerk server start``
 without the other command groups); a node is ready once its ``kraftwerk.ready`` file
 names its pid, and *fenced* once its ``kraftwerk.fenced`` file does (a broker whose software
@@ -31,6 +35,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -86,11 +91,13 @@ class LocalCluster:
     root: Path
     cluster_id: str
     nodes: list[LocalNode]
+    static_quorum: bool = False
 
     # --- persistence ------------------------------------------------------------------------
 
     def save(self) -> None:
-        state = {"clusterId": self.cluster_id, "nodes": [asdict(n) for n in self.nodes]}
+        state = {"clusterId": self.cluster_id, "staticQuorum": self.static_quorum,
+                 "nodes": [asdict(n) for n in self.nodes]}
         tmp = self.root / (STATE_FILE + ".tmp")
         tmp.write_text(json.dumps(state, indent=2) + "\n")
         tmp.replace(self.root / STATE_FILE)
@@ -106,7 +113,8 @@ class LocalCluster:
         except (OSError, ValueError) as exc:
             raise NodeError(f"Unable to read {path}: {exc}") from None
         try:
-            return cls(root, str(state["clusterId"]), [LocalNode(**n) for n in state["nodes"]])
+            return cls(root, str(state["clusterId"]), [LocalNode(**n) for n in state["nodes"]],
+                       bool(state.get("staticQuorum", True)))
         except (KeyError, TypeError) as exc:
             raise NodeError(f"Unable to read {path}: not a cluster state written by `kraftwerk cluster up` "
                             f"({type(exc).__name__}: {exc})") from None
@@ -147,10 +155,13 @@ class LocalCluster:
             "listeners": f"{listener}://{HOST}:{node.port}",
             "controller.listener.names": CONTROLLER_LISTENER,
             "listener.security.protocol.map": f"{CONTROLLER_LISTENER}:PLAINTEXT,{BROKER_LISTENER}:PLAINTEXT",
-            "controller.quorum.voters": self.quorum_voters,
             "log.dirs": str(node.data_dir(self.root)),
             "metadata.log.dir": str(node.data_dir(self.root)),
         }
+        if self.static_quorum:
+            props["controller.quorum.voters"] = self.quorum_voters
+        else:
+            props["controller.quorum.bootstrap.servers"] = self.bootstrap_controllers
         if node.is_broker:
             props["inter.broker.listener.name"] = BROKER_LISTENER
             props["advertised.listeners"] = f"{BROKER_LISTENER}://{HOST}:{node.port}"
@@ -182,6 +193,25 @@ class LocalCluster:
         node.pid = proc.pid
         self.save()
         return proc.pid
+
+    def start_all(self, timeout_s: float = 60.0) -> dict[int, str]:
+        """Start every node that is not running (controllers first) and wait until each is ready
+        or fenced; returns the fenced ones (id → reason). A failure stops what this call started."""
+        stopped = [n for n in self.nodes if n.pid is None or not pid_alive(n.pid)]
+        try:
+            controllers = [n for n in stopped if n.is_controller]
+            for node in controllers:
+                self.start(node)
+            fenced = self.wait_ready(controllers, timeout_s)
+            for node in stopped:
+                if not node.is_controller:
+                    self.start(node)
+            fenced.update(self.wait_ready(self.brokers, timeout_s))
+            self.wait_brokers_visible([b for b in self.brokers if b.node_id not in fenced], timeout_s)
+        except BaseException:
+            self.stop(stopped, grace_s=5)
+            raise
+        return fenced
 
     def ready_info(self, node: LocalNode) -> dict[str, Any] | None:
         """The node's ready file, if it names the node's current pid."""
@@ -355,7 +385,7 @@ def free_ports(count: int) -> list[int]:
 
 def plan_cluster(root: Path, cluster_id: str, controllers: int, brokers: int, *,
                  software_version: str | None = None, combined: bool = False,
-                 extra: Mapping[str, str] | None = None) -> LocalCluster:
+                 extra: Mapping[str, str] | None = None, static_quorum: bool = False) -> LocalCluster:
     """Assign ids, roles and free ports (nothing is written)."""
     if controllers < 1:
         raise NodeError("A cluster needs at least one controller")
@@ -364,19 +394,51 @@ def plan_cluster(root: Path, cluster_id: str, controllers: int, brokers: int, *,
                        extra=dict(extra or {})) for i in range(controllers)]
     nodes += [LocalNode(controllers + i + 1, "broker", ports[controllers + i], software_version,
                         extra=dict(extra or {})) for i in range(brokers)]
-    return LocalCluster(root, cluster_id, nodes)
+    return LocalCluster(root, cluster_id, nodes, static_quorum)
 
 
 def format_cluster(cluster: LocalCluster, release_version: str | None) -> None:
-    """Format every node's directory as ``kraftwerk storage format`` does (static quorum)."""
-    from kraftwerk.storage.format import format_node
+    """Format every node's directory as ``kraftwerk storage format`` does: controllers of a dynamic
+    quorum with ``--initial-controllers`` (every controller, a fresh directory id each)."""
+    from kraftwerk.storage.format import InitialController, format_node, random_uuid
 
+    initial = None if cluster.static_quorum else tuple(
+        InitialController(n.node_id, HOST, n.port, random_uuid()) for n in cluster.controllers)
     for node in cluster.nodes:
         cluster.write_config(node)
         data = node.data_dir(cluster.root)
         format_node(cluster_id=cluster.cluster_id, node_id=node.node_id, log_dirs=[data],
                     metadata_log_dir=data, release_version=release_version,
+                    initial_controllers=initial if node.is_controller else None,
                     controller_listener_name=CONTROLLER_LISTENER)
+
+
+def add_controller_node(cluster: LocalCluster, software_version: str | None = None) -> LocalNode:
+    """Plan, configure and format one more controller (not started): the next id, a free port, its
+    metadata dir formatted with ``--no-initial-controllers``, so that it starts as an observer and
+    joins the voters only through AddRaftVoter."""
+    from kraftwerk.storage.format import format_node
+
+    node_id = max(n.node_id for n in cluster.nodes) + 1
+    (port,) = free_ports(1)
+    node = LocalNode(node_id, "controller", port, software_version)
+    cluster.nodes.append(node)
+    cluster.write_config(node)
+    data = node.data_dir(cluster.root)
+    format_node(cluster_id=cluster.cluster_id, node_id=node_id, log_dirs=[data], metadata_log_dir=data,
+                no_initial_controllers=True, controller_listener_name=CONTROLLER_LISTENER)
+    cluster.save()
+    return node
+
+
+def metadata_directory_id(cluster: LocalCluster, node: LocalNode) -> uuid.UUID:
+    """The ``directory.id`` of a node's metadata dir (its voter key with the node id)."""
+    from kraftwerk.storage.properties import read_meta_properties
+
+    meta = read_meta_properties(node.data_dir(cluster.root) / "meta.properties")
+    if meta.directory_id is None:
+        raise NodeError(f"No directory id found in {node.data_dir(cluster.root)}")
+    return meta.directory_id
 
 
 # --- feature polling (ApiVersions on each node) -----------------------------------------------

@@ -153,7 +153,7 @@ class Node:
         self._leader_watch = LeaderWatch()
         self._ready = False
         self._controller_apis = declared_api_ranges(CONTROLLER_API_KEYS + RAFT_API_KEYS)
-        self._idle_interval_ms = int(config.raw.get("metadata.max.idle.interval.ms", "500") or 500)
+        self._idle_interval_ms = config.metadata_max_idle_interval_ms
         self._last_write_ms = 0
         self._shutdown_done = asyncio.Event()
         self._registration_sent_ms = 0
@@ -164,6 +164,7 @@ class Node:
 
     async def start(self) -> None:
         config = self.config
+        config.log_values(log)
         self.cluster_id = check_formatted(config)
         self._remove_ready_file()
         for directory in sorted({*config.log_dirs, config.metadata_log_dir}):
@@ -174,26 +175,27 @@ class Node:
                 raise NodeError(str(exc)) from None
             self._locks.append(lock)
         raft_log, state_store = open_metadata_log(self.metadata_dir, config.voter_ids)
+        listener = config.controller_listener_names[0] if config.controller_listener_names else None
+        meta = read_meta_properties(self.metadata_dir / "meta.properties")
+        supported = config.software.supported_features().get("kraft.version")
+        kraft_range = (supported.min, supported.max) if supported is not None else (0, 0)
         raft_config = RaftConfig(
             node_id=config.node_id, voters=config.voter_ids, cluster_id=self.cluster_id,
             election_timeout_ms=config.election_timeout_ms, fetch_timeout_ms=config.fetch_timeout_ms,
             election_backoff_max_ms=config.election_backoff_max_ms,
             request_timeout_ms=config.quorum_request_timeout_ms, retry_backoff_ms=config.retry_backoff_ms,
-            voter_endpoints=tuple(
-                VoterEndpoint(v.node_id, config.controller_listener_names[0], v.host, v.port)
-                for v in config.quorum_voters if config.controller_listener_names),
+            voter_endpoints=tuple(VoterEndpoint(v.node_id, listener, v.host, v.port)
+                                  for v in config.quorum_voters if listener is not None),
+            bootstrap_servers=config.quorum_bootstrap_servers, directory_id=meta.directory_id,
+            listener_name=listener, kraft_version_range=kraft_range,
+            clean_log_behind_snapshot=not config.metadata_log_retained,
         )
         raft_node = RaftNode(raft_config, raft_log, state_store, now_ms=wall_clock_ms(), seed=self.seed)
         if config.is_controller:
-            self.controller = self._make_controller()
+            self.controller = self._make_controller(raft_node.voters)
         if config.is_broker:
             self.broker = self._make_broker()
-        role = "broker" if config.is_broker else "controller"
-        self._controller_clients = {
-            v.node_id: ReconnectingClient(v.host, v.port, client_id=f"{role}-{config.node_id}")
-            for v in config.quorum_voters if v.node_id != config.node_id}
-        peers = {v.node_id: (v.host, v.port) for v in config.quorum_voters}
-        self.raft = RaftHost(raft_node, peers, on_committed=self._on_committed,
+        self.raft = RaftHost(raft_node, on_committed=self._on_committed,
                              client_id=f"raft-client-{config.node_id}",
                              request_timeout_ms=config.quorum_request_timeout_ms,
                              rng=random.Random(self.seed), on_cluster_id_refused=self._on_cluster_id_refused)
@@ -227,10 +229,23 @@ class Node:
     async def _controller_request(self, api_key: int, version: int, body: codec.Value) -> codec.Value:
         """Send a request to the active controller (as raft knows it) over the controller listener."""
         leader = self.raft.node.leader_id if self.raft is not None else None
-        client = self._controller_clients.get(leader) if leader is not None else None
+        client = None if leader is None else self._controller_client(leader)
         if client is None:
             raise NetworkError("no active controller known")
         return await client.request(api_key, version, body, timeout_s=10)
+
+    def _controller_client(self, node_id: int) -> ReconnectingClient | None:
+        """A connection to a controller at the address raft knows for it (a voter's endpoint, a
+        bootstrap server, or what a response named); None while that address is unknown."""
+        address = self.raft.node.address_of(node_id) if self.raft is not None else None
+        if address is None:
+            return None
+        client = self._controller_clients.get(node_id)
+        if client is None or (client.host, client.port) != address:
+            role = "broker" if self.config.is_broker else "controller"
+            client = ReconnectingClient(address[0], address[1], client_id=f"{role}-{self.config.node_id}")
+            self._controller_clients[node_id] = client
+        return client
 
     async def _broker_loop(self) -> None:
         """Registration and heartbeats with the active controller (the broker core's lifecycle)."""
@@ -280,7 +295,7 @@ class Node:
 
     async def _report_foreign_cluster(self, peer_id: int) -> None:
         theirs = "unknown"
-        client = self._controller_clients.get(peer_id)
+        client = self._controller_client(peer_id)
         if client is not None:
             with contextlib.suppress(NetworkError):
                 body = await client.request(DESCRIBE_CLUSTER, 1, {"endpointType": 2}, timeout_s=5)
@@ -293,7 +308,7 @@ class Node:
             self._cluster_refusal = reason
             self._write_fenced_file(reason)
 
-    def _make_controller(self) -> QuorumController:
+    def _make_controller(self, voters: tuple[int, ...]) -> QuorumController:
         bootstrap_path = self.metadata_dir / BOOTSTRAP_FILE
         records: list[Any] = []
         if bootstrap_path.exists():
@@ -301,7 +316,7 @@ class Node:
         listeners = [ImageEndpoint(e.listener, e.connect_host(), e.port, 0)
                      for e in self.config.controller_listeners]
         return QuorumController(
-            self.config.node_id, self.cluster_id, self.config.software, self.config.voter_ids, records,
+            self.config.node_id, self.cluster_id, self.config.software, voters, records,
             bootstrap_source=f"the binary bootstrap metadata file: {bootstrap_path}",
             session_timeout_ms=self.config.broker_session_timeout_ms, listeners=listeners,
             incarnation_id=uuid.uuid4(),
@@ -480,6 +495,9 @@ class Node:
         if raft is None:
             return
         node = raft.node
+        if self.controller is not None:
+            # the voter set of a dynamic quorum changes with AddRaftVoter / RemoveRaftVoter
+            self.controller.voters = node.voters
         epoch = self._leader_watch.observe(
             self.controller, self.broker, leader_id=node.leader_id, epoch=node.epoch,
             is_leader=node.is_leader, high_watermark=node.high_watermark,

@@ -6,7 +6,9 @@ The host is the raft core's only window on the world:
   (:meth:`RaftHost.handle`); each gets a host-unique correlation id, so that a response the core
   defers (a long-poll Fetch) can be matched to the connection waiting for it;
 - :class:`~kraftwerk.raft.SendRequest` effects go out on one :class:`ReconnectingClient` per
-  peer, and their responses (or failures) go back into the core;
+  peer, and their responses (or failures) go back into the core; a peer's address comes from
+  ``peers`` or, for a dynamic quorum, from the core (``RaftNode.address_of``: the VotersRecord's
+  endpoints, the bootstrap servers, the leader endpoints responses name);
 - timers: one task sleeps until ``next_deadline_ms()`` or until something wakes it, then polls;
 - time is the wall clock in milliseconds, as Kafka's raft client uses (batch timestamps are
   wall-clock times);
@@ -34,11 +36,13 @@ from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.registry import by_api_key
 from kraftwerk.protocol.schema import Kind
 from kraftwerk.raft import (
+    API_ADD_RAFT_VOTER,
     API_BEGIN_QUORUM_EPOCH,
     API_DESCRIBE_QUORUM,
     API_END_QUORUM_EPOCH,
     API_FETCH,
     API_FETCH_SNAPSHOT,
+    API_REMOVE_RAFT_VOTER,
     API_VOTE,
     Committed,
     NotLeaderError,
@@ -64,6 +68,8 @@ RAFT_APIS: dict[int, tuple[int, int]] = {
     API_END_QUORUM_EPOCH: (0, 1),
     API_DESCRIBE_QUORUM: (0, 2),
     API_FETCH_SNAPSHOT: (0, 1),
+    API_ADD_RAFT_VOTER: (0, 1),
+    API_REMOVE_RAFT_VOTER: (0, 0),
 }
 
 
@@ -100,7 +106,7 @@ class _CommitWaiter:
 class RaftHost:
     """Drives one RaftNode: network, timers, commit notifications."""
 
-    def __init__(self, node: RaftNode, peers: Mapping[int, tuple[str, int]], *,
+    def __init__(self, node: RaftNode, peers: Mapping[int, tuple[str, int]] | None = None, *,
                  on_committed: Callable[[list[Committed]], None] | None = None,
                  clock: Callable[[], int] = wall_clock_ms, client_id: str = "raft-client",
                  request_timeout_ms: int = 2000, rng: random.Random | None = None,
@@ -111,13 +117,10 @@ class RaftHost:
         self.on_cluster_id_refused = on_cluster_id_refused
         self._refusals = RateLimitedLog(log)
         self.request_timeout_ms = request_timeout_ms
+        self.client_id = client_id
         self._rng = rng or random.Random()
-        self._clients = {
-            node_id: ReconnectingClient(host, port, client_id=client_id, backoff_ms=20, backoff_max_ms=500,
-                                        rng=random.Random(self._rng.getrandbits(32)),
-                                        connect_timeout_s=request_timeout_ms / 1000)
-            for node_id, (host, port) in peers.items() if node_id != node.config.node_id
-        }
+        self._peers = dict(peers or {})
+        self._clients: dict[int, ReconnectingClient] = {}
         self._inbound: dict[int, asyncio.Future[codec.Value]] = {}
         self._ids = itertools.count(1)
         self._wake = asyncio.Event()
@@ -255,8 +258,25 @@ class RaftHost:
             listener()
         self._wake.set()
 
+    def _client(self, destination: int) -> ReconnectingClient | None:
+        """The connection to ``destination`` at its current address (a new one if it moved)."""
+        address = self._peers.get(destination) or self.node.address_of(destination)
+        if address is None or destination == self.node.config.node_id:
+            return None
+        client = self._clients.get(destination)
+        if client is None or (client.host, client.port) != address:
+            if client is not None:
+                task = asyncio.create_task(client.close())
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            client = ReconnectingClient(address[0], address[1], client_id=self.client_id, backoff_ms=20,
+                                        backoff_max_ms=500, rng=random.Random(self._rng.getrandbits(32)),
+                                        connect_timeout_s=self.request_timeout_ms / 1000)
+            self._clients[destination] = client
+        return client
+
     async def _send(self, effect: SendRequest) -> None:
-        client = self._clients.get(effect.destination)
+        client = self._client(effect.destination)
         if client is None:
             log.warning("raft: no address for node %d", effect.destination)
             self._send_failed(effect)

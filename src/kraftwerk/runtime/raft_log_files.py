@@ -3,7 +3,7 @@
 Files: segments ``%020d.log`` with ``.index`` / ``.timeindex`` (rebuilt when a segment is rolled,
 truncated or closed, and on open), ``leader-epoch-checkpoint`` (rewritten atomically whenever the
 epoch cache changes), ``partition.metadata`` (the metadata topic id), ``quorum-state`` (Kafka's
-JSON, data_version 0 with the static voters, atomic replace) and snapshots
+JSON, atomic replace: data_version 0 with the static voters, 1 for a dynamic quorum) and snapshots
 ``%020d-%010d.checkpoint`` (written as ``.checkpoint.part``, fsynced, renamed; deleted through
 ``.checkpoint.deleted``). On open, leftover partial/deleted snapshots are removed and the log is
 recovered the way Kafka does it: scan, cut at the first invalid batch (a torn write).
@@ -66,8 +66,8 @@ __all__ = ["DEFAULT_SEGMENT_BYTES", "FileQuorumStateStore", "FileRaftLog", "open
 
 
 class FileQuorumStateStore(QuorumStateStore):
-    """``quorum-state`` as Kafka writes it for a static quorum (kraft.version 0: data_version 0,
-    ``currentVoters`` listed); data_version 1 files are read too."""
+    """``quorum-state`` as Kafka writes it: for a static quorum data_version 0 with
+    ``currentVoters`` listed, for a dynamic one (no static ``voters``) data_version 1; both are read."""
 
     def __init__(self, directory: Path, voters: tuple[int, ...]) -> None:
         self.path = Path(directory) / QUORUM_STATE_FILE
@@ -84,6 +84,14 @@ class FileQuorumStateStore(QuorumStateStore):
         )
 
     def write(self, state: ElectionState) -> None:
+        if not self.voters:
+            write_quorum_state(self.path, QuorumState(
+                data_version=1,
+                leader_id=-1 if state.leader_id is None else state.leader_id,
+                leader_epoch=state.epoch,
+                voted_id=-1 if state.voted_id is None else state.voted_id,
+            ))
+            return
         write_quorum_state(
             self.path,
             QuorumState(

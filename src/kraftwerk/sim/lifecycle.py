@@ -106,7 +106,7 @@ OTHER_FEATURES = (
     ("share.version", 1),
     ("streams.version", 1),
 )
-OLD_RELEASES = tuple(r for r in known_releases() if r >= "3.6" and r != LATEST_RELEASE)
+OLD_RELEASES = tuple(r for r in known_releases() if "3.6" <= r < LATEST_RELEASE)
 
 
 class Mix(enum.Enum):

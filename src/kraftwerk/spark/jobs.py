@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kraftwerk.spark.errors import SparkJobError
-from kraftwerk.spark.source import list_segments_with_spark, pack_work, read_log_dirs
-from kraftwerk.storage.scan import PartitionSummary
+from kraftwerk.spark.errors import SparkJobError, job_failure, require_readable
+from kraftwerk.spark.source import BATCH_SCHEMA_DDL, list_segments_with_spark, pack_work, read_log_dirs
+from kraftwerk.storage.fileio import translate_os_errors
+from kraftwerk.storage.scan import PartitionSummary, locate_segment
+from kraftwerk.storage.segment import Segment
 from kraftwerk.storage.upconvert import (
     LogDirLocks,
     SegmentOutcome,
@@ -30,7 +32,7 @@ from kraftwerk.storage.upconvert import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +60,18 @@ class ScanOutput:
 
 def scan_job(spark: SparkSession, log_dirs: Sequence[str], out_dir: Path) -> ScanOutput:
     """Write the batch table of ``log_dirs`` as Parquet under ``out_dir/batches`` and summarize it."""
-    from pyspark.sql import functions as F
-
     parquet_dir = Path(out_dir) / BATCHES_DIR
     listing = list_segments_with_spark(spark, list(log_dirs))
+    try:
+        summaries = _summarize(_write_batch_table(spark, log_dirs, listing, parquet_dir))
+    except Exception as exc:
+        raise job_failure("the scan job", exc) from exc
+    _check_every_segment_landed(listing, summaries, parquet_dir)
+    return ScanOutput(parquet_dir, summaries)
+
+
+def _write_batch_table(spark: SparkSession, log_dirs: Sequence[str], listing: list[tuple[str, int]],
+                       parquet_dir: Path) -> DataFrame:
     df = read_log_dirs(spark, list(log_dirs), listing=listing)
     # the batch table is ~1/300 of the log bytes: write one Parquet file per WRITE_BYTES of input
     # (at least one per core) instead of one per segment
@@ -69,11 +79,15 @@ def scan_job(spark: SparkSession, log_dirs: Sequence[str], out_dir: Path) -> Sca
     files = max(spark.sparkContext.defaultParallelism, -(-total // WRITE_BYTES))
     if df.rdd.getNumPartitions() > files:
         df = df.coalesce(files)
-    try:
-        df.write.mode("overwrite").parquet(str(parquet_dir))
-        table = spark.read.parquet(str(parquet_dir))
-    except Exception as exc:
-        raise SparkJobError(f"the scan job failed: {str(exc).splitlines()[0]}") from exc
+    df.write.mode("overwrite").parquet(str(parquet_dir))
+    # with the schema given, a table the driver sees no file of reads as empty (then checked)
+    return spark.read.schema(BATCH_SCHEMA_DDL).parquet(str(parquet_dir))
+
+
+def _summarize(table: DataFrame) -> list[PartitionSummary]:
+    """:class:`PartitionSummary` values of the batch table, aggregated by Spark SQL."""
+    from pyspark.sql import functions as F
+
     legacy = F.col("magic") < 2
     first = F.coalesce(F.col("base_offset"), F.col("last_offset"))
 
@@ -102,7 +116,21 @@ def scan_job(spark: SparkSession, log_dirs: Sequence[str], out_dir: Path) -> Sca
         d["segments"] = set(d["segments"])
         summaries.append(PartitionSummary(**d))
     summaries.sort(key=lambda s: (s.log_dir, s.topic, s.partition))
-    return ScanOutput(parquet_dir, summaries)
+    return summaries
+
+
+def _check_every_segment_landed(listing: Sequence[tuple[str, int]], summaries: Sequence[PartitionSummary],
+                                parquet_dir: Path) -> None:
+    """Every non-empty segment yields at least one row (a batch or an error row). One that has none
+    was written where the driver cannot see it: an executor whose ``--out`` is another directory
+    at the same path (its own local disk) would otherwise shrink the table without a word."""
+    seen = {(s.log_dir, s.topic, s.partition, base) for s in summaries for base in s.segments}
+    for path, size in listing:
+        seg = locate_segment(path, size)
+        if size and (seg.log_dir, seg.topic, seg.partition, seg.base_offset) not in seen:
+            raise SparkJobError(f"the batch table under {parquet_dir} has no rows of {path}: the executors "
+                                "wrote them where the driver does not see them (the output directory must "
+                                "be at the same path on the driver and every executor)")
 
 
 def upconvert_job(spark: SparkSession, log_dirs: Sequence[str], *, in_place: bool, out_dir: Path | None,
@@ -116,6 +144,11 @@ def upconvert_job(spark: SparkSession, log_dirs: Sequence[str], *, in_place: boo
     """
     paths = [Path(d) for d in log_dirs]
     items, outcomes = plan_work(paths, out_dir)
+    out_root = None
+    if out_dir is not None and not dry_run:
+        with translate_os_errors(out_dir, "create"):
+            out_dir.mkdir(parents=True, exist_ok=True)  # executors check that they see it too
+        out_root = str(out_dir)
     with LogDirLocks(paths if in_place else [], probe_only=dry_run) as locks:
         outcomes += locks.locked
         skip = locks.locked_dirs
@@ -127,8 +160,11 @@ def upconvert_job(spark: SparkSession, log_dirs: Sequence[str], *, in_place: boo
         finished = sc.accumulator(0)  # partition dirs done, as seen by the driver at each task's end
 
         def convert(groups: Iterable[list[tuple[str, str | None]]]) -> Iterator[tuple[Any, ...]]:
+            if out_root is not None:
+                require_readable(out_root, directory=True)
             for group in groups:
                 for pdir, target in group:
+                    require_readable(pdir, directory=True)
                     for o in run_work_item(WorkItem(pdir, target), in_place=in_place, dry_run=dry_run):
                         yield (o.log_dir, o.topic, o.partition, o.base_offset, o.status.value, o.batches,
                                o.legacy_batches, o.records, o.input_bytes, o.output_bytes, o.message)
@@ -141,8 +177,28 @@ def upconvert_job(spark: SparkSession, log_dirs: Sequence[str], *, in_place: boo
         groups = pack_work(todo, sizes, tasks)
         rdd = sc.parallelize(groups, len(groups)).mapPartitions(convert)
         rows = _collect_with_progress(spark, rdd, len(todo), progress, poll_seconds, lambda: finished.value)
-        outcomes += [SegmentOutcome(t[0], t[1], t[2], t[3], Status(t[4]), *t[5:]) for t in rows]
-    return outcomes
+        converted = [SegmentOutcome(t[0], t[1], t[2], t[3], Status(t[4]), *t[5:]) for t in rows]
+    if out_dir is not None:
+        _check_outputs_landed(converted, items)
+    return outcomes + converted
+
+
+def _check_outputs_landed(outcomes: Sequence[SegmentOutcome], items: Sequence[WorkItem]) -> None:
+    """Each segment an executor reports converted is on this host's view of ``--out``, at its size."""
+    targets = {str(Path(i.partition_dir).parent): i.out_dir for i in items}
+    for o in outcomes:
+        target = targets.get(o.log_dir)
+        if o.status is not Status.CONVERTED or target is None:
+            continue
+        path = Segment(Path(target) / f"{o.topic}-{o.partition}", o.base_offset).log_path
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = -1
+        if size != o.output_bytes:
+            raise SparkJobError(f"{path}: an executor wrote {o.output_bytes} bytes there, the driver sees "
+                                f"{'no file' if size < 0 else f'{size} bytes'} (the output directory must be "
+                                "at the same path on the driver and every executor)")
 
 
 def _collect_with_progress(spark: SparkSession, rdd: Any, total: int,
@@ -168,8 +224,7 @@ def _collect_with_progress(spark: SparkSession, rdd: Any, total: int,
         if progress is not None:
             progress(min(done(), total), total)
     if failure:
-        first_line = str(failure[0]).splitlines()[0] if str(failure[0]) else type(failure[0]).__name__
-        raise SparkJobError(f"the up-conversion job failed: {first_line}") from failure[0]
+        raise job_failure("the up-conversion job", failure[0]) from failure[0]
     if progress is not None:
         progress(total, total)
     return result

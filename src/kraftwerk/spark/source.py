@@ -13,7 +13,8 @@ directories itself.
 
 Options: ``level`` (``batch`` or ``record``), ``maxSplitBytes``, ``partitionBytes``, ``minPartitions``,
 ``validateCrc``, ``arrowBatchRows``, ``arrowBatchBytes``. Log dirs must be visible at the same path on
-the driver and every executor (local disks in ``local[*]``, a shared mount on a cluster).
+the driver and every executor (local disks in ``local[*]``, a shared mount on a cluster): a task
+that cannot open a segment of the listing fails the job, naming the path and its host.
 """
 
 from __future__ import annotations
@@ -23,15 +24,15 @@ import itertools
 import json
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import unquote, urlparse
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from kraftwerk.errors import KraftwerkError
-from kraftwerk.spark.errors import SparkJobError
+from kraftwerk.spark.errors import SparkJobError, require_readable
+from kraftwerk.storage.fileio import local_path
 from kraftwerk.storage.scan import (
     BATCH_COLUMNS,
     DEFAULT_MAX_SPLIT_BYTES,
@@ -73,14 +74,6 @@ def _ddl(columns: Sequence[tuple[str, str]]) -> str:
 
 BATCH_SCHEMA_DDL = _ddl(BATCH_COLUMNS)
 RECORD_SCHEMA_DDL = _ddl(RECORD_COLUMNS)
-
-
-def local_path(uri: str) -> str:
-    """A ``file:`` URI (as Spark lists it) or a plain path as a local path."""
-    parsed = urlparse(uri)
-    if parsed.scheme in ("", "file"):
-        return unquote(parsed.path) if parsed.scheme else uri
-    raise SparkJobError(f"{uri}: only local or mounted paths can be read (scheme {parsed.scheme!r})")
 
 
 class SplitPartition(InputPartition):
@@ -162,6 +155,8 @@ class KafkaLogReader(DataSourceReader):
         assert isinstance(partition, SplitPartition)
         schema = to_arrow_schema(self.schema, timezone="UTC")
         splits = partition.splits
+        for path in dict.fromkeys(s.segment.path for s in splits):
+            require_readable(path)
         if self.level == "record":
             records = itertools.chain.from_iterable(iter_record_rows(s) for s in splits)
             yield from _record_batches(schema, records, self.batch_rows, self.batch_bytes)
@@ -239,19 +234,40 @@ def partition_dirs_with_hadoop(spark: SparkSession, log_dirs: Sequence[str]) -> 
 _PARALLEL_LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
 
+#: Spark's logger that warns "All paths were ignored" for every root named ``_...`` it is given
+#: (``__cluster_metadata-0``, ``__consumer_offsets-N``), although its file index lists them
+_DATA_SOURCE_LOGGER = "org.apache.spark.sql.execution.datasources.DataSource"
+
+
 @contextmanager
 def _listing_on_the_driver(spark: SparkSession) -> Iterator[None]:
     """List any number of directories in the driver: only local or mounted paths are read, and the
-    driver stats every listed segment anyway, so a listing job on the executors buys nothing."""
+    driver stats every listed segment anyway, so a listing job on the executors buys nothing.
+    Spark's warning about roots whose names start with ``_`` is held back meanwhile: those roots
+    are the point."""
     previous = spark.conf.get(_PARALLEL_LISTING_THRESHOLD, None)
     spark.conf.set(_PARALLEL_LISTING_THRESHOLD, str(2**31 - 1))
+    restore = _set_jvm_log_level(spark, _DATA_SOURCE_LOGGER, "ERROR")
     try:
         yield
     finally:
+        restore()
         if previous is None:
             spark.conf.unset(_PARALLEL_LISTING_THRESHOLD)
         else:
             spark.conf.set(_PARALLEL_LISTING_THRESHOLD, previous)
+
+
+def _set_jvm_log_level(spark: SparkSession, logger: str, level: str) -> Callable[[], None]:
+    """Set one log4j logger's level in the driver JVM; returns what restores it (a no-op without a
+    JVM gateway, e.g. under Spark Connect)."""
+    jvm = getattr(spark.sparkContext, "_jvm", None)
+    if jvm is None:
+        return lambda: None
+    log4j = jvm.org.apache.logging.log4j
+    previous = log4j.LogManager.getLogger(logger).getLevel()
+    log4j.core.config.Configurator.setLevel(logger, log4j.Level.getLevel(level))
+    return lambda: log4j.core.config.Configurator.setLevel(logger, previous)
 
 
 def list_segments_with_spark(spark: SparkSession, log_dirs: Sequence[str]) -> list[tuple[str, int]]:
@@ -316,6 +332,5 @@ __all__ = [
     "KafkaLogReader",
     "KraftwerkError",
     "list_segments_with_spark",
-    "local_path",
     "read_log_dirs",
 ]

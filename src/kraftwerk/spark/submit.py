@@ -1,8 +1,9 @@
 """Entry file for ``spark-submit``: runs the ``kraftwerk`` command inside the submitted driver.
 
-``spark-submit [spark options] $(python -c 'import kraftwerk.spark.submit as m; print(m.__file__)')
-pipeline scan --log-dirs ... --out ...`` — without ``--master`` on the kraftwerk command line the
-session keeps the master and settings spark-submit gave it.
+``kraftwerk pipeline ... --print-spark-submit`` prints the whole command. Without ``--master`` on the
+kraftwerk command line, the session keeps the master and ``spark.pyspark.python`` that spark-submit
+gave it and ships kraftwerk's code to the executors as a direct run does. Nothing imports this file:
+it is a script at the top of every layer.
 """
 
 from __future__ import annotations

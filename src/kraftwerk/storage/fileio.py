@@ -12,14 +12,25 @@ import logging
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
-from kraftwerk.storage.errors import StorageIOError
+from kraftwerk.storage.errors import StorageError, StorageIOError
 
 log = logging.getLogger(__name__)
 
 TMP_SUFFIX = ".tmp"
 
 Bytes = bytes | bytearray | memoryview
+
+
+def local_path(uri: str) -> str:
+    """A ``file:`` URL (as Spark lists files, or given for a mount every executor sees) or a plain
+    path, as a local path."""
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file"):
+        return unquote(parsed.path) if parsed.scheme else uri
+    raise StorageError(f"{uri}: only local paths and file:// URLs can be read (scheme {parsed.scheme!r}); "
+                       "every executor must see them at the same path")
 
 
 def io_error(exc: OSError, path: Path | str, action: str) -> StorageIOError:

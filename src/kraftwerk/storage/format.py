@@ -13,9 +13,12 @@ name, fsync and rename, and ``meta.properties`` last, the same way. A directory 
 only once ``meta.properties`` exists, so a crash part-way leaves directories that a second run
 formats again.
 
-:class:`StorageConfig` reads the few ``server.properties`` keys the storage tool uses, and
-:func:`check_quorum_flags` applies ``kafka-storage``'s rules for ``--standalone``,
-``--initial-controllers`` and ``--no-initial-controllers``.
+:class:`StorageConfig` reads ``server.properties`` through the config catalogue (every known
+config checked as Kafka's start-up would), and :func:`check_quorum_flags` applies
+``kafka-storage``'s rules for ``--standalone``, ``--initial-controllers`` and
+``--no-initial-controllers``. KIP-1294: before anything is written, the file's values are checked
+against the rules in force at the chosen metadata.version (:func:`kraftwerk.config.violations_at`),
+and the release is resolved with the bounds of the node's software (``kraftwerk.software.version``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kraftwerk.config import (
+    ConfigError,
+    ConfigMap,
+    log_dirs,
+    parse_broker_config,
+    properties_values,
+    violations_at,
+)
+from kraftwerk.config.catalogue.controller import SOFTWARE_VERSION_CONFIG
 from kraftwerk.protocol.errors import EncodeError
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.protocol.json_form import uuid_from_str, uuid_to_str
@@ -43,8 +55,6 @@ from kraftwerk.storage.metadata_log import (
 from kraftwerk.storage.properties import (
     META_PROPERTIES_FILE,
     MetaProperties,
-    parse_properties,
-    properties_dict,
     read_meta_properties,
     write_meta_properties,
 )
@@ -52,6 +62,7 @@ from kraftwerk.versions import metadata_version as mvs
 from kraftwerk.versions.errors import VersionError
 from kraftwerk.versions.features import PRODUCTION_FEATURES, Feature, validate_version
 from kraftwerk.versions.metadata_version import MetadataVersion
+from kraftwerk.versions.software import SoftwareVersion
 
 log = logging.getLogger(__name__)
 
@@ -229,21 +240,24 @@ def describe_bootstrap(records: Sequence[MetadataRecord], metadata_version: Meta
 
 
 def effective_release_version(release: MetadataVersion | None, features: Mapping[str, int],
-                              unstable_enabled: bool) -> MetadataVersion:
-    """Kafka's ``calculateEffectiveReleaseVersion`` with its error texts."""
+                              unstable_enabled: bool,
+                              software: SoftwareVersion | None = None) -> MetadataVersion:
+    """Kafka's ``calculateEffectiveReleaseVersion`` with its error texts, within the bounds of the
+    node's ``software`` (this software by default)."""
+    software = software or SoftwareVersion.latest()
     if mvs.FEATURE_NAME in features:
         if release is not None:
             raise FormatError(f"Use --release-version instead of --feature {mvs.FEATURE_NAME}=X to avoid "
                               "ambiguity.")
         try:
-            chosen = MetadataVersion.from_feature_level(features[mvs.FEATURE_NAME])
+            chosen = software.metadata_version_for_level(features[mvs.FEATURE_NAME])
         except VersionError as exc:
             raise FormatError(str(exc)) from None
     elif release is not None:
         chosen = release
     else:
-        return mvs.LATEST_TESTING if unstable_enabled else mvs.LATEST_PRODUCTION
-    if not unstable_enabled and not chosen.is_production:
+        return software.latest_testing if unstable_enabled else software.latest_production
+    if not unstable_enabled and chosen > software.latest_production:
         raise FormatError(f"{mvs.FEATURE_NAME} {chosen} is not yet stable.")
     return chosen
 
@@ -352,6 +366,8 @@ def format_node(
     initial_controllers: Sequence[InitialController] | None = None,
     no_initial_controllers: bool = False,
     controller_listener_name: str = "CONTROLLER",
+    software: SoftwareVersion | None = None,
+    static_configs: Mapping[str, str] | None = None,
     out: Callable[[str], None] | None = None,
     clock: Callable[[], int] = wall_clock_ms,
     randbytes: Callable[[int], bytes] = os.urandom,
@@ -365,6 +381,9 @@ def format_node(
     ``metadata.version`` instead. ``initial_controllers`` (``--standalone`` /
     ``--initial-controllers``) or ``no_initial_controllers`` make the quorum dynamic (kraft.version
     1); without them the quorum is static (``controller.quorum.voters``, kraft.version 0).
+    ``software`` bounds the release (default: this software); ``static_configs`` (the node's
+    ``server.properties``) must obey the config rules in force at the chosen metadata.version
+    (KIP-1294), checked before anything is written.
 
     Raises :class:`FormatError` with Kafka's text for anything Kafka refuses; every output line
     Kafka prints is passed to ``out`` and kept in :attr:`FormatResult.lines`.
@@ -381,9 +400,10 @@ def format_node(
     meta_dir = str(Path(metadata_log_dir)) if metadata_log_dir is not None else str(Path(log_dirs[0]))
     requested = dict(features or {})
     release: MetadataVersion | None
+    software = software or SoftwareVersion.latest()
     if isinstance(release_version, str):
         try:
-            release = MetadataVersion.from_version_string(release_version, unstable=unstable_enabled)
+            release = software.parse_metadata_version(release_version, unstable=unstable_enabled)
         except VersionError as exc:
             raise FormatError(str(exc)) from None
     else:
@@ -391,9 +411,12 @@ def format_node(
     dynamic = bool(initial_controllers) or no_initial_controllers
     voters = {c.node_id: c for c in initial_controllers or ()}
 
-    chosen = effective_release_version(release, requested, unstable_enabled)
+    chosen = effective_release_version(release, requested, unstable_enabled, software)
     levels = effective_feature_levels(chosen, requested, unstable_enabled=unstable_enabled,
                                       dynamic_quorum=dynamic)
+    violations = violations_at(chosen.feature_level, static_configs or {})
+    if violations:
+        raise FormatError("\n".join(v.message() for v in violations))
     records = bootstrap_records(chosen, levels)
 
     lines: list[str] = []
@@ -506,35 +529,37 @@ class StorageConfig:
     listeners: tuple[Listener, ...]
     advertised_listeners: tuple[Listener, ...]
     unstable_feature_versions_enable: bool = False
+    software: SoftwareVersion = field(default_factory=SoftwareVersion.latest)
+    static_configs: Mapping[str, str] = field(default_factory=lambda: ConfigMap({}))
+    """The whole file (its ``repr`` hides secrets), for the KIP-1294 check at format time."""
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> StorageConfig:
-        roles = tuple(r.strip() for r in props.get("process.roles", "").split(",") if r.strip())
-        for role in roles:
-            if role not in ("broker", "controller"):
-                raise FormatError(f"Unknown process role '{role}' (only 'broker' and 'controller' are "
-                                  "allowed roles)")
-        node_text = props.get("node.id", "-1").strip()
         try:
-            node_id = int(node_text)
-        except ValueError:
-            raise FormatError(f"Invalid value {node_text} for configuration node.id: Not a number of type "
-                              "INT") from None
-        dirs_text = props.get("log.dirs") or props.get("log.dir") or "/tmp/kafka-logs"
-        log_dirs = tuple(d.strip() for d in dirs_text.split(",") if d.strip())
-        meta = props.get("metadata.log.dir", "").strip() or None
+            parsed = parse_broker_config(props)
+        except ConfigError as exc:
+            raise FormatError(str(exc)) from None
+
+        release = parsed.text(SOFTWARE_VERSION_CONFIG)
+        try:
+            software = SoftwareVersion.for_release(release) if release else SoftwareVersion.latest()
+        except VersionError as exc:
+            raise FormatError(f"Invalid value {release} for configuration {SOFTWARE_VERSION_CONFIG}: "
+                              f"{exc}") from None
+        unstable = parsed.flag("unstable.feature.versions.enable")
+        names = parsed.text("controller.listener.names").split(",")
         return cls(
-            process_roles=roles,
-            node_id=node_id,
-            log_dirs=log_dirs,
-            metadata_log_dir=meta,
-            quorum_voters=props.get("controller.quorum.voters", "").strip(),
-            controller_listener_names=tuple(
-                n.strip() for n in props.get("controller.listener.names", "").split(",") if n.strip()),
-            listeners=parse_listeners(props.get("listeners", "")),
-            advertised_listeners=parse_listeners(props.get("advertised.listeners", "")),
-            unstable_feature_versions_enable=props.get(
-                "unstable.feature.versions.enable", "false").strip().lower() == "true",
+            process_roles=tuple(r for r in parsed.elements("process.roles") if r),
+            node_id=parsed.integer("node.id"),
+            log_dirs=log_dirs(parsed),
+            metadata_log_dir=parsed.text("metadata.log.dir").strip() or None,
+            quorum_voters=",".join(parsed.elements("controller.quorum.voters")),
+            controller_listener_names=tuple(n.strip() for n in names if n.strip()),
+            listeners=parse_listeners(parsed.text("listeners") if parsed.is_set("listeners") else ""),
+            advertised_listeners=parse_listeners(parsed.text("advertised.listeners")),
+            unstable_feature_versions_enable=unstable,
+            software=software.with_unstable(unstable),
+            static_configs=ConfigMap(props),
         )
 
     @classmethod
@@ -544,8 +569,11 @@ class StorageConfig:
             text = path.read_text(encoding="latin-1")
         except OSError as exc:
             raise StorageIOError(f"cannot read {path}: {exc.strerror or exc}", path) from exc
-        entries = properties_dict(parse_properties(text, path))
-        return cls.from_properties({k: e.value for k, e in entries.items()})
+        try:
+            props = properties_values(text, str(path))
+        except ConfigError as exc:
+            raise FormatError(str(exc)) from None
+        return cls.from_properties(props)
 
     @property
     def effective_metadata_log_dir(self) -> str:

@@ -1,11 +1,11 @@
-"""Java ``Properties`` files and Kafka's ``meta.properties`` (versions 0 and 1).
+"""Kafka's ``meta.properties`` (versions 0 and 1), read and written as Kafka does.
 
-Kafka writes meta.properties with ``Properties.store(writer, "")`` (PropertiesUtils): an empty
-comment line ``#``, a ``#<Date.toString()>`` line, then ``key=value`` lines in the iteration order
-of the JDK 17 ``Properties`` map (a ConcurrentHashMap with 16 bins), which is why the golden files
-list ``node.id, directory.id, version, cluster.id``. Reading follows ``Properties.load``: comments,
-line continuations and backslash escapes, ISO-8859-1 text; a malformed ``\\u`` escape (not four hex
-digits) or a bad meta.properties value raises :class:`CorruptFileError` with the line number.
+The text is Java ``Properties`` text, parsed by :mod:`kraftwerk.config.properties` (ISO-8859-1);
+a malformed ``\\u`` escape or a bad value raises :class:`CorruptFileError` with the line number.
+Kafka writes the file with ``Properties.store(writer, "")`` (PropertiesUtils): an empty comment
+line ``#``, a ``#<Date.toString()>`` line, then ``key=value`` lines in the iteration order of the
+JDK 17 ``Properties`` map (a ConcurrentHashMap with 16 bins), which is why the golden files list
+``node.id, directory.id, version, cluster.id``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from kraftwerk.config.errors import PropertiesSyntaxError
+from kraftwerk.config.properties import PropertyEntry, escape_property, parse_properties, properties_dict
 from kraftwerk.protocol.errors import ProtocolError
 from kraftwerk.protocol.json_form import uuid_from_str, uuid_to_str
 from kraftwerk.storage.errors import CorruptFileError, UnsupportedFileVersionError
@@ -32,104 +34,10 @@ BROKER_ID_KEY = "broker.id"
 NODE_ID_KEY = "node.id"
 DIRECTORY_ID_KEY = "directory.id"
 
-_WHITESPACE = " \t\f"
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 _INT32_MIN = -(1 << 31)
 _INT32_MAX = (1 << 31) - 1
-
-
-@dataclass(frozen=True, slots=True)
-class PropertyEntry:
-    """One key/value pair of a properties file and the (1-based) line its logical line starts on."""
-
-    key: str
-    value: str
-    line: int
-
-
-# ---------------------------------------------------------------------- reading
-
-def parse_properties(text: str, path: Path | str = "<properties>") -> tuple[PropertyEntry, ...]:
-    """Parse properties text like ``Properties.load``; later duplicates are kept (last one wins in
-    :func:`properties_dict`)."""
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    entries: list[PropertyEntry] = []
-    i = 0
-    while i < len(lines):
-        start = i
-        natural = lines[i].lstrip(_WHITESPACE)
-        i += 1
-        if not natural or natural[0] in "#!":
-            continue
-        logical = natural
-        while _ends_with_continuation(logical) and i < len(lines):
-            logical = logical[:-1] + lines[i].lstrip(_WHITESPACE)
-            i += 1
-        if _ends_with_continuation(logical):  # a trailing backslash at end of file is dropped
-            logical = logical[:-1]
-        key, value = _split_key_value(logical)
-        entries.append(PropertyEntry(_unescape(key, path, start + 1), _unescape(value, path, start + 1),
-                                     start + 1))
-    return tuple(entries)
-
-
-def properties_dict(entries: Iterable[PropertyEntry]) -> dict[str, PropertyEntry]:
-    return {e.key: e for e in entries}
-
-
-def _ends_with_continuation(line: str) -> bool:
-    n = len(line) - len(line.rstrip("\\"))
-    return n % 2 == 1
-
-
-def _split_key_value(line: str) -> tuple[str, str]:
-    """Split at the first unescaped ``=``, ``:`` or whitespace, like Properties.load."""
-    i = 0
-    n = len(line)
-    while i < n:
-        c = line[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c in "=:" or c in _WHITESPACE:
-            break
-        i += 1
-    key = line[:i]
-    j = i
-    while j < n and line[j] in _WHITESPACE:
-        j += 1
-    if j < n and line[j] in "=:":
-        j += 1
-        while j < n and line[j] in _WHITESPACE:
-            j += 1
-    return key, line[j:]
-
-
-def _unescape(s: str, path: Path | str, line: int) -> str:
-    if "\\" not in s:
-        return s
-    out: list[str] = []
-    i = 0
-    n = len(s)
-    while i < n:
-        c = s[i]
-        i += 1
-        if c != "\\" or i >= n:
-            out.append(c)
-            continue
-        c = s[i]
-        i += 1
-        if c == "u":
-            digits = s[i:i + 4]
-            if len(digits) != 4 or any(d not in "0123456789abcdefABCDEF" for d in digits):
-                raise CorruptFileError(path, "Malformed \\uxxxx encoding.", line=line)
-            out.append(chr(int(digits, 16)))
-            i += 4
-        else:
-            out.append(_ESCAPES.get(c, c))
-    return "".join(out)
 
 
 # ---------------------------------------------------------------------- writing
@@ -170,26 +78,11 @@ def java_properties_order(keys: Iterable[str]) -> list[str]:
     return sorted(ordered, key=bin_of)  # sorted() is stable: insertion order within a bin
 
 
-def _escape(s: str, is_key: bool) -> str:
-    out: list[str] = []
-    for i, c in enumerate(s):
-        if c == " ":
-            out.append("\\ " if i == 0 or is_key else " ")
-        elif c == "\\":
-            out.append("\\\\")
-        elif c in "\t\n\r\f":
-            out.append("\\" + "tnrf"["\t\n\r\f".index(c)])
-        elif c in "=:#!":
-            out.append("\\" + c)
-        else:
-            out.append(c)
-    return "".join(out)
-
-
 def format_properties(props: Mapping[str, str], when: datetime) -> bytes:
     """The bytes ``Properties.store(printWriter, "")`` writes on JDK 17 (UTF-8, ``\\n`` lines)."""
     lines = ["#", "#" + java_date(when)]
-    lines += [f"{_escape(k, True)}={_escape(props[k], False)}" for k in java_properties_order(props)]
+    lines += [f"{escape_property(k, is_key=True)}={escape_property(props[k], is_key=False)}"
+              for k in java_properties_order(props)]
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
@@ -242,7 +135,10 @@ def _int_prop(path: Path | str, entry: PropertyEntry) -> int:
 
 def parse_meta_properties(data: bytes, path: Path | str = META_PROPERTIES_FILE) -> MetaProperties:
     """Validate meta.properties content the way Kafka's MetaProperties.Builder does."""
-    entries = properties_dict(parse_properties(data.decode("latin-1"), path))
+    try:
+        entries = properties_dict(parse_properties(data.decode("latin-1"), str(path)))
+    except PropertiesSyntaxError as exc:
+        raise CorruptFileError(path, exc.detail, line=exc.line) from None
     version_entry = entries.get(VERSION_KEY)
     version_text = "0" if version_entry is None else version_entry.value
     if version_text not in ("0", "1"):

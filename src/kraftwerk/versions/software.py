@@ -6,7 +6,8 @@ controller, a broker or a test can hold nodes of different releases at once.
 
 Per release: the metadata.version range (3.x software accepted levels from 3.0-IV1, 4.x from
 3.3-IV3), the latest production and latest testing levels, and for each feature the release knew
-its latest production and testing levels. For releases before 4.3 the latest testing
+its latest production and testing levels; ``4.4`` is newer than this software (kraftwerk's
+KIP-1294 release, for rehearsing the upgrade to it). For releases before 4.3 the latest testing
 metadata.version is approximated as the level after the latest production one (the next
 release's first placeholder); features are first known in the release the reference names
 (kraft 3.9, transaction 3.9 unstable, group and ELR 4.0, share and streams 4.1).
@@ -199,12 +200,15 @@ def _all_releases() -> Mapping[str, SoftwareVersion]:
         _profile("4.1", MV.IBP_4_1_IV1, base_41),
         _profile("4.2", MV.IBP_4_2_IV1, base_42),
         _profile(LATEST_RELEASE, mvs.LATEST_PRODUCTION, latest, latest_testing=mvs.LATEST_TESTING),
+        # KIP-1294's release: 4.4-IV1 (static config reporting, the 3 MiB segment.bytes minimum) is
+        # production; upstream 4.4.0 goes on to 4.4-IV2, which kraftwerk does not implement.
+        _profile("4.4", MV.IBP_4_4_IV1, latest, latest_testing=mvs.LATEST_TESTING),
     )
     return MappingProxyType({p.release: p for p in profiles})
 
 
 LATEST_RELEASE = "4.3"
-"""The release this software behaves as."""
+"""The release this software behaves as (the catalogue also knows the newer ``4.4``)."""
 
 _RELEASES: Mapping[str, SoftwareVersion] = _all_releases()
 

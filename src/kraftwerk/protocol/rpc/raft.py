@@ -1,8 +1,8 @@
 """KRaft's own RPCs (KIP-595), with the KIP-853 dynamic-quorum and KIP-996 pre-vote additions:
-Vote (apiKey 52), BeginQuorumEpoch (53), EndQuorumEpoch (54), DescribeQuorum (55) and
-FetchSnapshot (59)."""
+Vote (apiKey 52), BeginQuorumEpoch (53), EndQuorumEpoch (54), DescribeQuorum (55),
+FetchSnapshot (59), AddRaftVoter (80) and RemoveRaftVoter (81)."""
 
-from kraftwerk.protocol.schema import Field, Kind, field, message
+from kraftwerk.protocol.schema import Field, Kind, MessageSpec, field, message
 
 
 def _node_endpoints(since: str) -> Field:
@@ -260,6 +260,50 @@ FETCH_SNAPSHOT_RESPONSE = message(
     ],
 )
 
+# ----------------------------------------------------------- AddRaftVoter / RemoveRaftVoter
+
+ADD_RAFT_VOTER_REQUEST = message(
+    "AddRaftVoterRequest", 80, Kind.REQUEST, valid="0-1", flexible="0+",
+    # v1 (KIP-1186) AckWhenCommitted: false answers once the leader wrote the new voter set.
+    fields=[
+        field("ClusterId", "string", "0+", nullable="0+"),
+        field("TimeoutMs", "int32", "0+"),
+        field("VoterId", "int32", "0+", entity_type="brokerId"),
+        field("VoterDirectoryId", "uuid", "0+"),
+        field("Listeners", "[]Listener", "0+", fields=[
+            field("Name", "string", "0+"),
+            field("Host", "string", "0+"),
+            field("Port", "uint16", "0+"),
+        ]),
+        field("AckWhenCommitted", "bool", "1+", default=True),
+    ],
+)
+
+
+def _voter_change_response(name: str, api_key: int, valid: str) -> MessageSpec:
+    return message(
+        name, api_key, Kind.RESPONSE, valid=valid, flexible="0+",
+        fields=[
+            field("ThrottleTimeMs", "int32", "0+"),
+            field("ErrorCode", "int16", "0+"),
+            field("ErrorMessage", "string", "0+", nullable="0+", ignorable=True),
+        ],
+    )
+
+
+ADD_RAFT_VOTER_RESPONSE = _voter_change_response("AddRaftVoterResponse", 80, "0-1")
+
+REMOVE_RAFT_VOTER_REQUEST = message(
+    "RemoveRaftVoterRequest", 81, Kind.REQUEST, valid="0", flexible="0+",
+    fields=[
+        field("ClusterId", "string", "0+", nullable="0+"),
+        field("VoterId", "int32", "0+", entity_type="brokerId"),
+        field("VoterDirectoryId", "uuid", "0+"),
+    ],
+)
+
+REMOVE_RAFT_VOTER_RESPONSE = _voter_change_response("RemoveRaftVoterResponse", 81, "0")
+
 SPECS = (
     VOTE_REQUEST,
     VOTE_RESPONSE,
@@ -271,4 +315,8 @@ SPECS = (
     DESCRIBE_QUORUM_RESPONSE,
     FETCH_SNAPSHOT_REQUEST,
     FETCH_SNAPSHOT_RESPONSE,
+    ADD_RAFT_VOTER_REQUEST,
+    ADD_RAFT_VOTER_RESPONSE,
+    REMOVE_RAFT_VOTER_REQUEST,
+    REMOVE_RAFT_VOTER_RESPONSE,
 )
