@@ -11,6 +11,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kraftwerk.config.errors import ConfigError
 from kraftwerk.controller.common import declared_api_ranges
 from kraftwerk.controller.quorum import CONTROLLER_API_KEYS
 from kraftwerk.protocol.errors import ProtocolError
@@ -97,7 +98,7 @@ def test_server_properties(data: bytes) -> None:
         def load() -> None:
             ServerConfig.load(path).validate()
 
-        parse_or_typed_error(load, RuntimeLayerError, len(data))
+        parse_or_typed_error(load, (RuntimeLayerError, ConfigError), len(data))
 
 
 @FUZZ
