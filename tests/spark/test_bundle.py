@@ -16,7 +16,7 @@ from kraftwerk.spark.bundle import DRIVER_ONLY, EXECUTOR_PROVIDES, build_bundle,
 
 #: kraftwerk.spark modules that only the driver imports (the session, the jobs' planning, shipping)
 DRIVER_MODULES = {"kraftwerk.spark.bundle", "kraftwerk.spark.jobs", "kraftwerk.spark.quiet",
-                  "kraftwerk.spark.session", "kraftwerk.spark.submit"}
+                  "kraftwerk.spark.session"}
 #: the layers executor-side code may reach (data sources and per-partition functions are thin
 #: adapters over these)
 EXECUTOR_LAYERS = ("kraftwerk.protocol", "kraftwerk.versions", "kraftwerk.config", "kraftwerk.records",
