@@ -93,7 +93,7 @@ def test_old_bundles_beyond_the_kept_ones_are_removed_after_a_day(tmp_path: Path
 
 def test_what_is_shipped_follows_kraftwerks_metadata() -> None:
     names = {d.metadata["Name"].lower() for d in executor_distributions()}
-    assert names == {"cramjam", "crc32c", "numpy", "zlib-ng"}
+    assert names == {"cramjam", "crc32c", "numpy", "xxhash", "zlib-ng"}
     assert not names & (EXECUTOR_PROVIDES | DRIVER_ONLY)
 
 
