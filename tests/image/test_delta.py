@@ -6,10 +6,12 @@ import pytest
 
 from kraftwerk.image.delta import MetadataDelta
 from kraftwerk.image.errors import MetadataReplayError
-from kraftwerk.image.loader import MetadataBatch, MetadataLoader, load_snapshot, replay_batches
+from kraftwerk.image.loader import MetadataBatch, load_snapshot, replay_batches
 from kraftwerk.image.model import DIR_MIGRATING, DIR_UNASSIGNED, ConfigResource, LeaderRecoveryState
+from kraftwerk.image.replay import ImageReplayer
 from kraftwerk.image.writer import write_image
 from kraftwerk.versions.metadata_version import MetadataVersion as MV
+from kraftwerk.versions.software import SoftwareVersion
 from tests.image.helpers import mv_record, rec, replay, reread, uid
 
 T = uid(1)
@@ -166,10 +168,11 @@ def test_transactions_commit_and_abort() -> None:
     assert "x" in replay([begin, topic, end], base).topics.by_name
     assert "x" not in replay([begin, topic, abort], base).topics.by_name
     # an open transaction is not visible; the loader carries it across batches
-    loader = MetadataLoader(base)
-    loader.handle_batch(MetadataBatch(10, 11, 1, 0, ((10, begin), (11, topic))))
+    loader = ImageReplayer(1, "broker", SoftwareVersion.latest())
+    loader.image = base
+    loader.replay(10, [begin, topic], epoch=1)
     assert loader.in_transaction and "x" not in loader.image.topics.by_name
-    loader.handle_batch(MetadataBatch(12, 12, 1, 0, ((12, end),)))
+    loader.replay(12, [end], epoch=1)
     assert not loader.in_transaction and "x" in loader.image.topics.by_name
     with pytest.raises(MetadataReplayError):
         replay([end])
@@ -265,8 +268,9 @@ def test_hot_snapshot_load_equals_cold_load() -> None:
     hot = load_snapshot(_batches(snap), old, snapshot_offset=100, snapshot_epoch=2)
     assert hot == cold == snapshot_image
     assert hot.provenance.last_offset == 99 and hot.features_epoch == 99
-    loader = MetadataLoader(old)
-    assert loader.handle_snapshot(_batches(snap), 100, 2) == cold
+    loader = ImageReplayer(1, "broker", SoftwareVersion.latest())
+    loader.image = old
+    assert loader.load_snapshot(snap, end_offset=100, epoch=2) == cold
 
 
 def test_one_partition_change_shares_everything_else() -> None:

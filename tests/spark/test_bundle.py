@@ -17,7 +17,7 @@ from kraftwerk.spark.bundle import DRIVER_ONLY, EXECUTOR_PROVIDES, build_bundle,
 
 #: kraftwerk.spark modules that only the driver imports (the session, the jobs' planning, shipping)
 DRIVER_MODULES = {"kraftwerk.spark.bundle", "kraftwerk.spark.jobs", "kraftwerk.spark.quiet",
-                  "kraftwerk.spark.session", "kraftwerk.spark.submit"}
+                  "kraftwerk.spark.session"}
 #: the layers executor-side code may reach (data sources and per-partition functions are thin
 #: adapters over these)
 EXECUTOR_LAYERS = ("kraftwerk.protocol", "kraftwerk.versions", "kraftwerk.config", "kraftwerk.records",
@@ -96,7 +96,7 @@ def test_old_bundles_beyond_the_kept_ones_are_removed_after_a_day(tmp_path: Path
 
 def test_what_is_shipped_follows_kraftwerks_metadata() -> None:
     names = {d.metadata["Name"].lower() for d in executor_distributions()}
-    assert names == {"cramjam", "crc32c", "immutables", "numpy", "zlib-ng"}
+    assert names == {"cramjam", "crc32c", "immutables", "numpy", "xxhash", "zlib-ng"}
     assert not names & (EXECUTOR_PROVIDES | DRIVER_ONLY)
 
 

@@ -3,12 +3,10 @@
 The loader is pure: it takes :class:`MetadataBatch` values (offsets, epoch, decoded records) and
 returns images. Reading them from files is :mod:`kraftwerk.image.source`'s job.
 
-Two ways to apply a log:
-
-* ``replay_batches`` builds one delta for the whole stream and applies it once (a cold load:
-  cheapest for big logs);
-* :class:`MetadataLoader` applies a delta per batch and publishes an image after each one that
-  is not inside a metadata transaction, as Kafka's MetadataLoader does (a "hot" follower).
+``replay_batches`` builds one delta for the whole stream and applies it once (a cold load:
+cheapest for big logs). A node following the log batch by batch (a "hot" follower, Kafka's
+MetadataLoader) uses :class:`kraftwerk.image.replay.ImageReplayer`, which adds fail-stop and the
+effects of a metadata.version change on top of these functions.
 """
 
 from __future__ import annotations
@@ -101,42 +99,3 @@ def load_snapshot(batches: Iterable[MetadataBatch], image: MetadataImage = EMPTY
 
         result = replace(result, provenance=prov, features_epoch=snapshot_offset - 1)
     return result
-
-
-class MetadataLoader:
-    """Follows a metadata log batch by batch, publishing an image after each committed batch.
-
-    An image is published only outside metadata transactions, so readers never see half a
-    transaction; an aborted transaction leaves no trace.
-    """
-
-    def __init__(self, image: MetadataImage = EMPTY_IMAGE) -> None:
-        self._image = image
-        self._pending: list[tuple[MetadataRecord, int]] | None = None
-        self.batches_loaded = 0
-
-    @property
-    def image(self) -> MetadataImage:
-        return self._image
-
-    @property
-    def in_transaction(self) -> bool:
-        return self._pending is not None
-
-    def handle_batch(self, batch: MetadataBatch) -> MetadataImage:
-        """Replay one batch; returns the (possibly unchanged) published image."""
-        delta = MetadataDelta(self._image)
-        delta.resume_transaction(self._pending)
-        for offset, record in batch.records:
-            delta.replay(record, offset)
-        self._pending = delta.pending_transaction
-        self._image = delta.apply(_provenance(batch))
-        self.batches_loaded += 1
-        return self._image
-
-    def handle_snapshot(self, batches: Iterable[MetadataBatch], snapshot_offset: int = -1,
-                        snapshot_epoch: int = -1) -> MetadataImage:
-        """Replace the image with a snapshot's ("hot" snapshot load); any open transaction ends."""
-        self._pending = None
-        self._image = load_snapshot(batches, self._image, snapshot_offset, snapshot_epoch)
-        return self._image

@@ -13,6 +13,7 @@ import zlib
 from collections.abc import Callable, Iterator
 
 import cramjam
+import xxhash
 from zlib_ng import zlib_ng
 
 from kraftwerk.native import compiled
@@ -52,54 +53,12 @@ _fill_bytes: Callable[[int, Callable[[memoryview], int]], bytes] = (
 
 # --------------------------------------------------------------------------- xxhash32 (lz4 frame)
 
-_P1 = 2654435761
-_P2 = 2246822519
-_P3 = 3266489917
-_P4 = 668265263
-_P5 = 374761393
 _M32 = 0xFFFFFFFF
 
 
-def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (32 - r))) & _M32
-
-
 def xxhash32(data: Buffer, seed: int = 0) -> int:
-    """XXH32 of ``data``: the LZ4 frame descriptor and block checksum (short inputs only in practice)."""
-    mv = memoryview(data).cast("B") if not isinstance(data, bytes) else data
-    n = len(mv)
-    pos = 0
-    if n >= 16:
-        v1 = (seed + _P1 + _P2) & _M32
-        v2 = (seed + _P2) & _M32
-        v3 = seed & _M32
-        v4 = (seed - _P1) & _M32
-        limit = n - 16
-        unpack = struct.Struct("<IIII").unpack_from
-        while pos <= limit:
-            a, b, c, d = unpack(mv, pos)
-            v1 = (_rotl((v1 + a * _P2) & _M32, 13) * _P1) & _M32
-            v2 = (_rotl((v2 + b * _P2) & _M32, 13) * _P1) & _M32
-            v3 = (_rotl((v3 + c * _P2) & _M32, 13) * _P1) & _M32
-            v4 = (_rotl((v4 + d * _P2) & _M32, 13) * _P1) & _M32
-            pos += 16
-        acc = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & _M32
-    else:
-        acc = (seed + _P5) & _M32
-    acc = (acc + n) & _M32
-    while pos + 4 <= n:
-        (lane,) = _U32_LE.unpack_from(mv, pos)
-        acc = (_rotl((acc + lane * _P3) & _M32, 17) * _P4) & _M32
-        pos += 4
-    while pos < n:
-        acc = (_rotl((acc + mv[pos] * _P5) & _M32, 11) * _P1) & _M32
-        pos += 1
-    acc ^= acc >> 15
-    acc = (acc * _P2) & _M32
-    acc ^= acc >> 13
-    acc = (acc * _P3) & _M32
-    acc ^= acc >> 16
-    return acc
+    """XXH32 of ``data``: the LZ4 frame descriptor and block checksums (the ``xxhash`` package)."""
+    return xxhash.xxh32_intdigest(data, seed)
 
 
 # --------------------------------------------------------------------------- helpers
