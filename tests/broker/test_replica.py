@@ -13,7 +13,7 @@ from kraftwerk.broker.replica import (
     TopicPartition,
     alter_partition_body,
 )
-from kraftwerk.controller.quorum import rec
+from kraftwerk.controller.common import rec
 from kraftwerk.image.delta import MetadataDelta
 from kraftwerk.image.model import MetadataImage
 from kraftwerk.protocol import codec

@@ -181,6 +181,9 @@ KINDS: dict[Any, Kind] = {
     kinds.hex_bytes: Kind(const(""), (const("zz"),), (const("ffff"),)),
     kinds.json_value: Kind(const("{}"), (const("{oops"),), (const("[]"), const('{"apiKeys": 7}'))),
     kinds.log_level: Kind(const("INFO"), (const("bogus"),)),
+    kinds.topic_name: Kind(const("orders"), (const(""), const(".."), const("bad/name"), const("x" * 250))),
+    kinds.start_offset: Kind(const("beginning"), (const("-3"), const("later"))),
+    kinds.delimiter: Kind(const(":"), (const(""),)),
 }
 
 WRONG_CHOICE = const("no-such-choice")

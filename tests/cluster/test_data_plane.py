@@ -346,5 +346,5 @@ def test_kraftwerk_produce_and_consume(cluster: LocalCluster, monkeypatch: pytes
                                                         20).values() for m in p}
     assert seen == set(got)
     code, out, err = cli("consume", "--bootstrap-server", cluster.bootstrap_servers, "-t", topic, "-o", "-3")
-    assert code == 1
-    assert err.strip().endswith("--offset must be beginning, end or a non-negative offset, not '-3'")
+    assert code == 2
+    assert err.strip().endswith("must be beginning, end or a non-negative offset, not '-3' (see --help)")

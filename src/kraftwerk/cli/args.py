@@ -233,6 +233,38 @@ def bootstrap_servers(text: str) -> str:
     return text
 
 
+_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def topic_name(text: str) -> str:
+    """A topic name as Kafka's ``Topic.validate`` allows it (its texts)."""
+    if not text:
+        raise argparse.ArgumentTypeError("Topic name is illegal, it can't be empty")
+    if text in (".", ".."):
+        raise argparse.ArgumentTypeError("Topic name cannot be \".\" or \"..\"")
+    if len(text) > 249:
+        raise argparse.ArgumentTypeError(f"Topic name is illegal, it can't be longer than 249 characters, "
+                                         f"topic name: {text}")
+    if not _TOPIC.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"Topic name \"{text}\" is illegal, it contains a character other "
+                                         "than ASCII alphanumerics, '.', '_' and '-'")
+    return text
+
+
+def start_offset(text: str) -> str:
+    """``beginning``, ``end`` or a non-negative offset (kcat's ``-o``)."""
+    if text in ("beginning", "end") or (text.isdigit() and text.isascii()):
+        return text
+    raise argparse.ArgumentTypeError(f"must be beginning, end or a non-negative offset, not {text!r}")
+
+
+def delimiter(text: str) -> str:
+    """A non-empty separator string."""
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
 def initial_controllers(text: str) -> str:
     """``--initial-controllers``: ``id@host:port:directoryId,...`` (KIP-853), parsed by format
     after the config, as Kafka's tool does."""

@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from kraftwerk.cli.args import bootstrap_servers, non_negative_int, positive_int
+from kraftwerk.cli.args import bootstrap_servers, non_negative_int, positive_int, start_offset, topic_name
 from kraftwerk.cli.main import UsageError
 from kraftwerk.cli.output import add_output_flag
 from kraftwerk.runtime.data_client import EARLIEST, LATEST, Consumed, DataClient
@@ -18,10 +18,10 @@ def register(groups: Any) -> None:
     parser = groups.add_parser("consume", help="print a topic's records (like kcat -C)")
     parser.add_argument("--bootstrap-server", required=True, type=bootstrap_servers,
                         help="broker HOST:PORT[,HOST:PORT...]")
-    parser.add_argument("--topic", "-t", required=True)
+    parser.add_argument("--topic", "-t", required=True, type=topic_name)
     parser.add_argument("--partition", "-p", type=non_negative_int, action="append", default=None,
                         help="partition to read (repeatable; default: all)")
-    parser.add_argument("--offset", "-o", default="beginning",
+    parser.add_argument("--offset", "-o", default="beginning", type=start_offset,
                         help="beginning, end, or an offset (default beginning)")
     parser.add_argument("--count", "-c", type=positive_int, default=None, help="stop after this many records")
     parser.add_argument("--follow", "-f", action="store_true",
@@ -33,17 +33,7 @@ def register(groups: Any) -> None:
 
 
 def _start(text: str) -> int:
-    if text == "beginning":
-        return EARLIEST
-    if text == "end":
-        return LATEST
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"--offset must be beginning, end or a non-negative offset, not {text!r}") from None
-    if value < 0:
-        raise UsageError(f"--offset must be beginning, end or a non-negative offset, not {text!r}")
-    return value
+    return {"beginning": EARLIEST, "end": LATEST}.get(text) or int(text)
 
 
 def _text(data: bytes | None) -> str:

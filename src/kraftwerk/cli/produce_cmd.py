@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from kraftwerk.cli.args import bootstrap_servers, non_negative_int, positive_int
+from kraftwerk.cli.args import bootstrap_servers, delimiter, non_negative_int, positive_int, topic_name
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.records.types import CompressionType
 from kraftwerk.runtime.data_client import DataClient, Message
@@ -18,10 +18,10 @@ def register(groups: Any) -> None:
     parser = groups.add_parser("produce", help="send lines from stdin to a topic (like kcat -P)")
     parser.add_argument("--bootstrap-server", required=True, type=bootstrap_servers,
                         help="broker HOST:PORT[,HOST:PORT...]")
-    parser.add_argument("--topic", "-t", required=True)
+    parser.add_argument("--topic", "-t", required=True, type=topic_name)
     parser.add_argument("--partition", "-p", type=non_negative_int, default=None,
                         help="partition (default: by key hash, or round-robin for keyless lines)")
-    parser.add_argument("--key-delimiter", "-K", default=None,
+    parser.add_argument("--key-delimiter", "-K", default=None, type=delimiter,
                         help="split each line into key and value at the first occurrence of this string")
     parser.add_argument("--acks", choices=("all", "-1", "1"), default="all", help="default all")
     parser.add_argument("--compression", choices=("none", "gzip", "snappy", "lz4", "zstd"), default="none")

@@ -12,26 +12,59 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kraftwerk.controller.common import rec
+from kraftwerk.controller.effects import AppendThenRespond, Respond
+from kraftwerk.controller.responses import not_controller_body
 from kraftwerk.image.model import NO_LEADER, MetadataImage, PartitionRegistration, TopicImage
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
-from kraftwerk.protocol.registry import lookup_record
+from kraftwerk.protocol.routing import Request
 from kraftwerk.versions.metadata_version import MetadataVersion
+
+if TYPE_CHECKING:
+    from kraftwerk.controller.quorum import QuorumController
 
 log = logging.getLogger(__name__)
 
 
-def _rec(name: str, version: int, value: dict[str, Any]) -> MetadataRecord:
-    return MetadataRecord(lookup_record(name), version, value)
+class ReplicationControlManager:
+    """The active controller's handlers of CreateTopics and AlterPartition (Kafka's
+    ReplicationControlManager): judged against the committed image, answered once appended."""
+
+    def __init__(self, controller: QuorumController) -> None:
+        self._c = controller
+
+    def _mv(self) -> MetadataVersion:
+        mv = self._c.image.metadata_version
+        assert mv is not None  # routes are active-only: the metadata.version has committed
+        return mv
+
+    def create_topics(self, request: Request) -> Respond | AppendThenRespond:
+        records, response = create_topics(self._c.image, self._mv(), request.version, request.body,
+                                          self._c.next_offset, self._c.cluster_id)
+        return self._reply(request, records, response)
+
+    def alter_partition(self, request: Request) -> Respond | AppendThenRespond:
+        records, response = alter_partition(self._c.image, self._mv(), request.version, request.body)
+        return self._reply(request, records, response)
+
+    @staticmethod
+    def _reply(request: Request, records: list[MetadataRecord], response: dict[str, Any]
+               ) -> Respond | AppendThenRespond:
+        if not records:
+            return Respond(response)
+        return AppendThenRespond(tuple(records), response, atomic=True,
+                                 not_controller_body=not_controller_body(
+            request.api_key, request.version, request.body))
 
 
 def change_record(mv: MetadataVersion, topic_id: uuid.UUID, pid: int, **changes: Any) -> MetadataRecord:
     """A PartitionChangeRecord at ``mv``'s version (only the given fields change)."""
     value: dict[str, Any] = {"partitionId": pid, "topicId": topic_id}
     value.update(changes)
-    return _rec("PartitionChangeRecord", mv.partition_change_record_version(), value)
+    return rec("PartitionChangeRecord", mv.partition_change_record_version(), value)
 
 
 def new_topic_records(image: MetadataImage, mv: MetadataVersion, name: str, topic_id: uuid.UUID,
@@ -40,7 +73,7 @@ def new_topic_records(image: MetadataImage, mv: MetadataVersion, name: str, topi
     """TopicRecord, one PartitionRecord per partition (leader: the first alive replica), the
     topic's ConfigRecords."""
     alive = {b.id for b in image.cluster.brokers.values() if not b.fenced}
-    records = [_rec("TopicRecord", 0, {"name": name, "topicId": topic_id})]
+    records = [rec("TopicRecord", 0, {"name": name, "topicId": topic_id})]
     for pid, replicas in enumerate(assignment):
         isr = [r for r in replicas if r in alive]
         leader = isr[0] if isr else NO_LEADER
@@ -52,9 +85,9 @@ def new_topic_records(image: MetadataImage, mv: MetadataVersion, name: str, topi
         version = mv.partition_record_version()
         if version >= 1:
             value["directories"] = [uuid.UUID(int=0)] * len(replicas)
-        records.append(_rec("PartitionRecord", version, value))
+        records.append(rec("PartitionRecord", version, value))
     for key, val in sorted(configs.items()):
-        records.append(_rec("ConfigRecord", 0, {"resourceType": 2, "resourceName": name, "name": key,
+        records.append(rec("ConfigRecord", 0, {"resourceType": 2, "resourceName": name, "name": key,
                                                 "value": val}))
     return records
 

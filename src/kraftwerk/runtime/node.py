@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import logging
 import os
@@ -55,19 +54,20 @@ from kraftwerk.controller.effects import (
     Respond,
     WriteSnapshot,
 )
-from kraftwerk.controller.errors import FatalFaultError
-from kraftwerk.controller.hosting import LeaderWatch, activate, feed_kraft_version, timer_records
-from kraftwerk.controller.quorum import (
-    CONTROLLER_API_KEYS,
-    CONTROLLER_REGISTRATION,
-    DESCRIBE_CLUSTER,
-    RAFT_API_KEYS,
-    QuorumController,
-    not_controller_body,
+from kraftwerk.controller.hosting import (
+    LeaderWatch,
+    activate,
+    feed_kraft_version,
+    snapshot_at_batch_end,
+    timer_records,
 )
+from kraftwerk.controller.quorum import CONTROLLER_API_KEYS, RAFT_API_KEYS, QuorumController
+from kraftwerk.controller.responses import not_controller_body
 from kraftwerk.errors import KraftwerkError
+from kraftwerk.image.errors import FatalFaultError
 from kraftwerk.image.model import Endpoint as ImageEndpoint
 from kraftwerk.protocol import codec
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.frame import encode_metadata_record
 from kraftwerk.raft import (
     Committed,
@@ -305,7 +305,7 @@ class Node:
         client = self._controller_client(peer_id)
         if client is not None:
             with contextlib.suppress(NetworkError):
-                body = await client.request(DESCRIBE_CLUSTER, 1, {"endpointType": 2}, timeout_s=5)
+                body = await client.request(ApiKey.DESCRIBE_CLUSTER, 1, {"endpointType": 2}, timeout_s=5)
                 theirs = str(body.get("clusterId") or "unknown")
         reason = (f"Controller {peer_id} refused this node with INCONSISTENT_CLUSTER_ID: the quorum's "
                   f"cluster id is {theirs}, but this node's meta.properties say {self.cluster_id}. The "
@@ -484,18 +484,14 @@ class Node:
             asyncio.get_running_loop().call_soon(self._write_snapshot, effect, source)
 
     def _write_snapshot(self, effect: WriteSnapshot, source: str = "controller") -> None:
-        """Store a snapshot the core asked for. Raft stores snapshots at batch boundaries only, so
-        the image *after* a version change is written at the end of everything replayed so far
-        (the core's current image, at the same version and loss policy) rather than right after
-        the FeatureLevelRecord, which may sit inside a batch (a ``--release-version`` update)."""
+        """Store a snapshot the core asked for, at a batch boundary (``snapshot_at_batch_end``)."""
         if self.raft is None:
             return
         image, last = ((self.controller.image, self.controller.last_committed_offset)
                        if source == "controller" and self.controller is not None
                        else (self.broker.image, self.broker.metadata_offset) if self.broker is not None
                        else (effect.image, effect.end_offset - 1))
-        if image.metadata_version is effect.options.metadata_version and last + 1 > effect.end_offset:
-            effect = dataclasses.replace(effect, image=image, end_offset=last + 1)
+        effect = snapshot_at_batch_end(effect, image, last)
         try:
             result = effect.render()
             snapshot_id = self.raft.create_snapshot(effect.end_offset, result.encoded())
@@ -582,7 +578,7 @@ class Node:
 
     async def _register_controller(self, controller: QuorumController) -> None:
         try:
-            response = await self._controller_request(CONTROLLER_REGISTRATION, 0,
+            response = await self._controller_request(ApiKey.CONTROLLER_REGISTRATION, 0,
                                                       controller.controller_registration_body())
         except NetworkError as exc:
             log.info("[ControllerRegistrationManager id=%d] RegistrationResponse failed: %s",
