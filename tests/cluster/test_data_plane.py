@@ -29,6 +29,8 @@ pytestmark = [pytest.mark.cluster, pytest.mark.interop, pytest.mark.timeout(300)
 Message = tuple[bytes, bytes, tuple[tuple[str, bytes], ...], int]
 """key, value, headers, timestamp"""
 PER_CLIENT = 600
+ACCEPTANCE_PER_CLIENT = 33_334
+"""The issue's acceptance run: 100 002 messages over a 3-partition, replication-factor-3 topic."""
 
 
 @pytest.fixture(scope="module")
@@ -161,17 +163,19 @@ def _consume_aiokafka(bootstrap: str, topic: str, partitions: int, total: int) -
     return asyncio.run(run())
 
 
-def test_three_clients_produce_and_consume_a_replicated_topic(cluster: LocalCluster) -> None:
-    topic, partitions = "round-trip", 3
+@pytest.mark.parametrize("per_client", [PER_CLIENT, pytest.param(ACCEPTANCE_PER_CLIENT,
+                                                                 marks=pytest.mark.slow)])
+def test_three_clients_produce_and_consume_a_replicated_topic(cluster: LocalCluster, per_client: int) -> None:
+    topic, partitions = f"round-trip-{per_client}", 3
     _create_topic(cluster, topic, partitions, 3)
     expected: dict[int, list[Message]] = {p: [] for p in range(partitions)}
     for name, produce in (("kafka-python", _produce_kafka_python), ("confluent", _produce_confluent),
                           ("aiokafka", _produce_aiokafka)):
-        msgs = _messages(name, PER_CLIENT)
+        msgs = _messages(name, per_client)
         produce(cluster.bootstrap_servers, topic, msgs, partitions)
         for i, m in enumerate(msgs):
             expected[i % partitions].append(m)
-    total = 3 * PER_CLIENT
+    total = 3 * per_client
     for consume in (_consume_kafka_python, _consume_confluent, _consume_aiokafka):
         got = consume(cluster.bootstrap_servers, topic, partitions, total)
         for p in range(partitions):
