@@ -9,7 +9,7 @@ from typing import Any
 from kraftwerk.cli.args import bootstrap_servers, delimiter, non_negative_int, positive_int, topic_name
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.records.types import CompressionType
-from kraftwerk.runtime.data_client import DataClient, Message
+from kraftwerk.runtime.data_client import DataClient, Message, default_partition
 
 BATCH_SIZE = 500
 
@@ -20,7 +20,7 @@ def register(groups: Any) -> None:
                         help="broker HOST:PORT[,HOST:PORT...]")
     parser.add_argument("--topic", "-t", required=True, type=topic_name)
     parser.add_argument("--partition", "-p", type=non_negative_int, default=None,
-                        help="partition (default: by key hash, or round-robin for keyless lines)")
+                        help="partition (default: Kafka's murmur2 of the key, round-robin for keyless lines)")
     parser.add_argument("--key-delimiter", "-K", default=None, type=delimiter,
                         help="split each line into key and value at the first occurrence of this string")
     parser.add_argument("--acks", choices=("all", "-1", "1"), default="all", help="default all")
@@ -31,11 +31,8 @@ def register(groups: Any) -> None:
 
 
 def _partition_of(key: bytes | None, count: int, line_no: int) -> int:
-    if key is None:
-        return line_no % count
-    import zlib
-
-    return zlib.crc32(key) % count  # stable across runs (not Kafka's murmur2 partitioner)
+    """Kafka's default partitioner for a keyed line; keyless lines go round-robin."""
+    return line_no % count if key is None else default_partition(key, count)
 
 
 def _produce(args: argparse.Namespace) -> int:
