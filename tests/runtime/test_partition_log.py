@@ -116,3 +116,18 @@ def test_force_upgrade_rewrites_legacy_segments_as_v2(tmp_path: Path) -> None:
     assert [(r.offset, r.key, r.value) for r in iter_records(data)] == [(o, k, v) for o, _t, k, v, _h in rows]
     assert upgraded.log_end_offset == 6
     upgraded.close()
+
+
+def test_end_offset_for_epoch_is_kafkas_lookup(tmp_path: Path) -> None:
+    plog = PartitionLog(tmp_path / "t-0", TOPIC_ID, LogConfig(), now_ms=0)
+    assert plog.end_offset_for_epoch(0) == (-1, -1)
+    _append(plog, _batch(2), epoch=2)
+    _append(plog, _batch(2), epoch=5)
+    _append(plog, _batch(1), epoch=7)
+    assert plog.end_offset_for_epoch(7) == (7, 5)  # the latest epoch ends at the log end
+    assert plog.end_offset_for_epoch(6) == (5, 4)
+    assert plog.end_offset_for_epoch(5) == (5, 4)
+    assert plog.end_offset_for_epoch(1) == (1, 0)  # below the first epoch: where it starts
+    assert plog.end_offset_for_epoch(9) == (-1, -1)
+    assert plog.end_offset_for_epoch(-1) == (-1, -1)
+    plog.close()

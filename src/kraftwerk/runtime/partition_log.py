@@ -373,14 +373,18 @@ class PartitionLog:
             yield Segment(self.directory, b)
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """Kafka's LeaderEpochFileCache.endOffsetFor: (largest epoch ≤ ``epoch``, its end offset)."""
-        if not self.epochs or epoch < self.epochs[0].epoch:
+        """Kafka's LeaderEpochFileCache.endOffsetFor: (the largest epoch ≤ ``epoch``, where the next
+        epoch starts); the log end offset for the latest epoch; (``epoch``, the first start offset)
+        below the first epoch; (-1, -1) when nothing is known."""
+        if epoch < 0 or not self.epochs:
             return -1, -1
-        for i, e in enumerate(self.epochs):
-            if e.epoch > epoch:
-                prev = self.epochs[i - 1]
-                return prev.epoch, e.start_offset
-        return self.epochs[-1].epoch, self.log_end_offset
+        if epoch == self.epochs[-1].epoch:
+            return epoch, self.log_end_offset
+        higher = next((e for e in self.epochs if e.epoch > epoch), None)
+        if higher is None:
+            return -1, -1
+        floor = [e for e in self.epochs if e.epoch <= epoch]
+        return (floor[-1].epoch if floor else epoch), higher.start_offset
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first batch whose max timestamp is ≥ ``timestamp``."""
