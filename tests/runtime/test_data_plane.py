@@ -156,7 +156,8 @@ def test_divergence_list_offsets_and_epochs(plane: DataPlane) -> None:
     _produce(plane, _batch([b"a", b"b", b"c"]))
     diverged = asyncio.run(plane.handle(1, 12, _fetch_body(5, replica=2, last_epoch=1)))
     part = diverged["responses"][0]["partitions"][0]
-    assert part["divergingEpoch"] == {"epoch": 1, "endOffset": 0} and part["records"] == b""  # truncate to 0
+    assert part["divergingEpoch"] == {"epoch": 1, "endOffset": 0}  # the follower truncates to 0
+    assert part["records"] == b""
     ahead = asyncio.run(plane.handle(1, 12, _fetch_body(5, replica=2, last_epoch=3)))["responses"][0]
     assert ahead["partitions"][0]["divergingEpoch"] == {"epoch": 3, "endOffset": 3}
     offsets = asyncio.run(plane.handle(2, 7, {"replicaId": -1, "isolationLevel": 0, "topics": [
