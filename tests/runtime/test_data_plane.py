@@ -142,9 +142,9 @@ def test_a_fetch_waits_for_data_and_wakes_on_produce(plane: DataPlane) -> None:
         fetch = asyncio.ensure_future(plane.handle(1, 12, _fetch_body(0, max_wait=5000)))
         await asyncio.sleep(0.05)
         assert not fetch.done()
+        partition = {"index": 0, "records": _batch([b"z"])}
         await plane.handle(0, 9, {"transactionalId": None, "acks": 1, "timeoutMs": 1000,
-                                  "topicData": [{"name": "t", "partitionData": [{"index": 0,
-                                                                                 "records": _batch([b"z"])}]}]})
+                                  "topicData": [{"name": "t", "partitionData": [partition]}]})
         return await asyncio.wait_for(fetch, 1)
 
     response = asyncio.run(scenario())
