@@ -131,3 +131,15 @@ def test_end_offset_for_epoch_is_kafkas_lookup(tmp_path: Path) -> None:
     assert plog.end_offset_for_epoch(9) == (-1, -1)
     assert plog.end_offset_for_epoch(-1) == (-1, -1)
     plog.close()
+
+
+def test_segment_ms_rolls_a_non_empty_segment(tmp_path: Path) -> None:
+    plog = PartitionLog(tmp_path / "t-0", TOPIC_ID, LogConfig(segment_ms=1000), now_ms=0)
+    plog.roll_if_due(5000)
+    assert len(list_segments(tmp_path / "t-0")) == 1  # empty: nothing to roll
+    _append(plog, _batch(2), now=10)
+    plog.roll_if_due(900)
+    assert len(list_segments(tmp_path / "t-0")) == 1
+    plog.roll_if_due(1000)
+    assert [s.base_offset for s in list_segments(tmp_path / "t-0")] == [0, 2]
+    plog.close()

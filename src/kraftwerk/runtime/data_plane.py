@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import shutil
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -93,7 +94,6 @@ class DataPlane:
         self._pids = itertools.count(1)
         self._producers: dict[tuple[TopicPartition, int], tuple[int, int, int, int]] = {}
         """(tp, producer id) → (epoch, last sequence, first offset, last offset) of its last batch."""
-        self.min_versions = kip724_min_versions(software)
 
     @staticmethod
     def advertised_ranges(declared: Mapping[int, tuple[int, int]], software: SoftwareVersion
@@ -180,7 +180,6 @@ class DataPlane:
         if plog is not None:
             plog.close()
             if delete:
-                import shutil
                 shutil.rmtree(plog.directory, ignore_errors=True)
         self._notify(tp)
 
@@ -217,8 +216,7 @@ class DataPlane:
                 self._spawn(self._alter_partition(shrinks))
             for plog in list(self.logs.values()):
                 try:
-                    if now - plog._active.created_ms >= plog.config.segment_ms:
-                        plog.roll(now)
+                    plog.roll_if_due(now)
                     plog.apply_retention(now)
                 except StorageError as exc:
                     log.error("retention on %s failed: %s", plog.directory, exc)

@@ -190,7 +190,7 @@ class PartitionLog:
                 if info.magic == MAGIC_V2 and info.leader_epoch >= 0:
                     self._note_epoch(info.leader_epoch, info.base_offset)
                 next_offset = info.last_offset + 1
-        self._maybe_roll(len(buf), now_ms)
+        self.roll_if_due(now_ms, len(buf))
         view = memoryview(buf)
         seg = self._active
         for info in infos:
@@ -211,7 +211,9 @@ class PartitionLog:
             self.epochs.append(EpochEntry(epoch, start_offset))
             write_leader_epoch_checkpoint(self.directory / LEADER_EPOCH_FILE, self.epochs)
 
-    def _maybe_roll(self, incoming: int, now_ms: int) -> None:
+    def roll_if_due(self, now_ms: int, incoming: int = 0) -> None:
+        """Roll when ``incoming`` more bytes would pass ``segment.bytes`` or the active segment is
+        older than ``segment.ms`` (an empty segment never rolls)."""
         seg = self._active
         if seg.size == 0:
             return
