@@ -143,3 +143,21 @@ def test_segment_ms_rolls_a_non_empty_segment(tmp_path: Path) -> None:
     plog.roll_if_due(1000)
     assert [s.base_offset for s in list_segments(tmp_path / "t-0")] == [0, 2]
     plog.close()
+
+
+def test_a_truncated_then_refilled_log_reads_the_new_batches(tmp_path: Path) -> None:
+    plog = PartitionLog(tmp_path / "t-0", TOPIC_ID, LogConfig(segment_bytes=400, index_interval_bytes=50),
+                        now_ms=0)
+    for i in range(12):
+        _append(plog, _batch(1, i, size=100))
+    old_bases = [s.base_offset for s in list_segments(tmp_path / "t-0")]
+    assert 4 in old_bases
+    assert _offsets(plog.read(5, 1 << 30, 12))[0] == 5  # caches the closed segments' indexes
+    plog.truncate_to(3)
+    _append(plog, _batch(1, 100, size=130))  # offset 3 fills segment 2
+    for i in range(8):
+        _append(plog, _batch(1, 101 + i, size=10))  # segment 4 again, with other positions
+    assert 4 in [s.base_offset for s in list_segments(tmp_path / "t-0")][:-1]
+    data = plog.read(6, 1 << 30, plog.log_end_offset)
+    assert [(r.offset, r.key) for r in iter_records(data)][:2] == [(6, b"k103"), (7, b"k104")]
+    plog.close()

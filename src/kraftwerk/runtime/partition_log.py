@@ -253,9 +253,10 @@ class PartitionLog:
         offset = max(offset, self.log_start_offset)
         os.close(self._fd)
         while len(self._bases) > 1 and self._bases[-1] >= offset and self._bases[-1] > self.log_start_offset:
-            delete_segment_files(Segment(self.directory, self._bases.pop()))
+            self._delete(Segment(self.directory, self._bases.pop()))
         seg = Segment(self.directory, self._bases[-1])
         position = self._position_of(seg, offset)
+        self._closed_indexes.pop(seg.base_offset, None)
         truncate_file(seg.log_path, position)
         write_indexes(seg, self.config.index_interval_bytes)
         with SegmentReader(seg.log_path) as reader:
@@ -287,7 +288,7 @@ class PartitionLog:
             too_old = 0 <= self.config.retention_ms < now_ms - newest and newest >= 0
             if not (too_big or too_old):
                 break
-            delete_segment_files(oldest)
+            self._delete(oldest)
             self._bases.pop(0)
             self.log_start_offset = self._bases[0]
             deleted += 1
@@ -362,6 +363,10 @@ class PartitionLog:
                     return position
                 position += length + _HEADER.size
         return position
+
+    def _delete(self, seg: Segment) -> None:
+        delete_segment_files(seg)
+        self._closed_indexes.pop(seg.base_offset, None)  # a later segment may reuse the base offset
 
     def _index_of(self, seg: Segment) -> list[OffsetIndexEntry]:
         cached = self._closed_indexes.get(seg.base_offset)
