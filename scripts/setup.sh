@@ -12,6 +12,14 @@ if ! command -v java >/dev/null 2>&1; then
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
 fi
 
+if ! command -v chromium >/dev/null 2>&1; then
+    # the readiness page's browser test drives Debian's Chromium (Playwright downloads no browser)
+    echo "setup: installing Debian's chromium for the page tests" >&2
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
     echo "setup: creating .venv" >&2
