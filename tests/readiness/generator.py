@@ -19,10 +19,14 @@ what it seeded, independent of the code under test.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import os
 import random
 import shutil
+import tempfile
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -440,3 +444,15 @@ def build_metadata_fleet(root: Path, clusters: int = 200, *, seed: int = 24) -> 
     fleet.orphan_log_dir = orphan
     fleet.log_dirs.append(orphan)
     return fleet
+
+
+@contextlib.contextmanager
+def fleet_on_tmpfs(clusters: int = 200, **kwargs: Any) -> Iterator[MetadataFleet]:
+    """A generated fleet in a fresh directory on ``/dev/shm`` where there is one (the writers fsync
+    every file and directory, which costs nothing on a tmpfs), removed afterwards."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    root = Path(tempfile.mkdtemp(prefix="kraftwerk-fleet-", dir=base))
+    try:
+        yield build_metadata_fleet(root, clusters, **kwargs)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

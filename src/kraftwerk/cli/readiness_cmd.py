@@ -88,7 +88,7 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int], None]]:
         task = bar.add_task("Reading metadata", total=None)
 
         def update(done: int, total: int) -> None:
-            bar.update(task, description="Assessing", completed=done, total=total)
+            bar.update(task, description="Assessing", completed=done, total=total, refresh=True)
 
         yield update
 
@@ -120,6 +120,8 @@ def run_readiness(args: argparse.Namespace) -> int:
     log_dirs = None
     if args.log_dirs is not None:
         log_dirs, missing_logs = split_existing(dir_paths(args.log_dirs))
+        if not log_dirs:
+            raise ReadinessError("none of the log directories exists: " + ", ".join(missing_logs))
         missing += missing_logs
     if not metadata_dirs:
         raise ReadinessError("none of the metadata directories exists: " + ", ".join(missing))

@@ -123,17 +123,21 @@ def feature_changes(rows: Iterable[MetadataRow]) -> list[FeatureChange]:
     """Every feature-level change of one node's metadata files, in log order.
 
     The changes are the FeatureLevelRecords (and KRaftVersionRecords: kraft.version lives in raft's
-    control records) of the log segments. Where the node's log was cleaned behind a snapshot, the
-    latest snapshot at or below the log's first offset gives the levels before the log (dated at
-    its end offset - 1); the bootstrap snapshot (end offset 0) holds no history. ``from_level`` is
-    the previous level of the feature (None for the first one the files record).
+    control records) of the log segments. Where the node's log was cleaned behind a snapshot (it
+    no longer starts at offset 0), the snapshot that covers the cleaned part -- the first one that
+    ends at or after the log's first offset, else the last one -- gives the levels before (dated at
+    its end offset - 1), and the log's changes follow from its end offset on; the bootstrap
+    snapshot (end offset 0) holds no history. ``from_level`` is the previous level of the feature
+    (None for the first one the files record).
     """
     usable = [r for r in rows if r.error is None]
-    starts = [r.batch_offset for r in usable if r.file_kind == SEGMENT and r.batch_offset is not None]
+    starts = [r.offset for r in usable if r.file_kind == SEGMENT and r.offset is not None]
     log_start = min(starts) if starts else None
-    ends = {r.snapshot_end_offset for r in usable if r.file_kind == SNAPSHOT and r.snapshot_end_offset}
-    below = [e for e in ends if log_start is None or e <= log_start]
-    start = max(below) if below else None
+    ends = sorted({r.snapshot_end_offset for r in usable
+                   if r.file_kind == SNAPSHOT and r.snapshot_end_offset})
+    start = None
+    if ends and log_start != 0:
+        start = next((e for e in ends if log_start is None or e >= log_start), ends[-1])
     events: list[tuple[int, str, int, MetadataRow]] = []
     for row in usable:
         if row.record_type not in FEATURE_RECORDS:
