@@ -157,7 +157,8 @@ def tty() -> bool:
 
 def spark_log_file(args: argparse.Namespace, out: Path | None) -> Path | None:
     """Where Spark's own output goes: nowhere special with --verbose, else ``spark.log`` of the
-    output directory (or of the temporary directory)."""
+    report directory ``out`` (or of the temporary directory: an up-conversion's ``--out`` is a
+    log dir tree, which must hold the converted segments and nothing else)."""
     if args.verbose:
         return None
     import tempfile
@@ -274,7 +275,7 @@ def run_upconvert(args: argparse.Namespace) -> int:
             from kraftwerk.spark.jobs import upconvert_job
             from kraftwerk.spark.quiet import quiet_session
 
-            with quiet_session(args.master, spark_log_file(args, out), dict(args.conf)) as spark:
+            with quiet_session(args.master, spark_log_file(args, None), dict(args.conf)) as spark:
                 outcomes = upconvert_job(spark, dirs, in_place=args.in_place, out_dir=out,
                                          dry_run=args.dry_run, progress=progress)
     elapsed = time.monotonic() - start
