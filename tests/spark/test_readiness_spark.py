@@ -65,7 +65,8 @@ def test_kafkas_log_image_and_history(spark: SparkSession, tmp_path: Path,
     shutil.copy(source / "meta.properties", node / "meta.properties")
     records = read_metadata(spark, [str(tmp_path)], maxSplitBytes="2048", partitionBytes="2048")
     [row] = cluster_images(records).collect()
-    assert main(["metadata", "show", "--log-dir", str(node / METADATA_PARTITION_DIR), "--output", "json"]) == 0
+    log_dir = str(node / METADATA_PARTITION_DIR)
+    assert main(["metadata", "show", "--log-dir", log_dir, "--output", "json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert (row["cluster_id"], row["node_id"], row["error"]) == ("co8Lz5qWSCe6yEg4UfbcVw", 1, None)
     assert json.loads(row["image"]) == shown

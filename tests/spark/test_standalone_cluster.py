@@ -143,7 +143,8 @@ def test_readiness_on_the_cluster(cluster: StandaloneCluster, tmp_path: Path) ->
     with fleet_on_tmpfs(12) as fleet:
         args = ["pipeline", "readiness", "--metadata-dirs", str(fleet.root / "metadata"), "--log-dirs",
                 *map(str, fleet.log_dirs), "--target", "4.3"]
-        run = subprocess.run([KRAFTWERK, *args, "--out", str(tmp_path / "spark"), "--master", cluster.master_url,
+        run = subprocess.run([KRAFTWERK, *args, "--out", str(tmp_path / "spark"),
+                              "--master", cluster.master_url,
                               "--conf", f"spark.pyspark.python={cluster.python}"],
                              env=cluster.driver_env(), capture_output=True, text=True, timeout=600)
         assert run.returncode == 0, run.stderr
