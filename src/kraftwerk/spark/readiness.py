@@ -26,7 +26,6 @@ from kraftwerk.image.source import load_rows
 from kraftwerk.readiness.assess import assess_cluster
 from kraftwerk.readiness.fleet import Assessment, Progress
 from kraftwerk.spark.errors import job_failure
-from kraftwerk.spark.jobs import collect_with_progress
 from kraftwerk.spark.metadata_source import metadata_rows
 from kraftwerk.storage.metadata_rows import MetadataCopy, choose_source, copy_stats
 from kraftwerk.versions.metadata_version import MetadataVersion
@@ -109,6 +108,8 @@ def assess_clusters(records: DataFrame, target: MetadataVersion, progress: Progr
                     poll_seconds: float = 0.5) -> Assessment:
     """Every cluster's readiness report toward ``target`` (:func:`kraftwerk.readiness.assess.assess_cluster`
     on the rows of its furthest copy), with ``progress(done, total)`` in clusters while the job runs."""
+    from kraftwerk.spark.jobs import collect_with_progress  # driver-only: executors never load jobs
+
     try:
         copies = metadata_copies(records)
     except Exception as exc:
