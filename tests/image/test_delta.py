@@ -299,3 +299,30 @@ def test_one_partition_change_shares_everything_else() -> None:
         assert new.topics.by_id[uid(100 + t)] is image.topics.by_id[uid(100 + t)]
     assert new.cluster is image.cluster and new.configs is image.configs and new.features is image.features
     assert image.topics.by_id[uid(100)].partitions[2].isr == (1,)  # the old image is untouched
+
+
+@pytest.mark.parametrize("collector_on", [True, False])
+def test_cold_replay_shares_equal_tuples_and_leaves_the_collector_as_it_was(collector_on: bool) -> None:
+    """Partitions with equal replicas, ISR and directories hold one tuple each (the image's memory
+    per partition); the replay pauses Python's cyclic collector and restores it, even on error."""
+    import gc
+
+    records = [*_base(), rec("PartitionRecord", 1, partitionId=1, topicId=T, replicas=[1, 2, 3], isr=[1, 2],
+                             leader=2, directories=[uid(5), uid(6), uid(7)])]
+    batch = MetadataBatch(0, len(records) - 1, 1, 0, tuple(enumerate(records)))
+    bad = MetadataBatch(9, 9, 1, 0, ((9, rec("PartitionRecord", 1, partitionId=0, topicId=uid(77))),))
+    was = gc.isenabled()
+    try:
+        if not collector_on:
+            gc.disable()
+        partitions = replay_batches([batch]).topics.by_id[T].partitions
+        p0, p1 = partitions[0], partitions[1]
+        assert p0.replicas is p1.replicas and p0.isr is p1.isr and p0.directories is p1.directories
+        assert (p0.leader, p1.leader) == (1, 2)
+        assert gc.isenabled() is collector_on
+        with pytest.raises(MetadataReplayError):
+            replay_batches([batch, bad])
+        assert gc.isenabled() is collector_on
+    finally:
+        if was:
+            gc.enable()

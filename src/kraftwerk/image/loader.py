@@ -11,8 +11,10 @@ effects of a metadata.version change on top of these functions.
 
 from __future__ import annotations
 
+import gc
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from kraftwerk.image.delta import MetadataDelta
@@ -43,6 +45,24 @@ def _provenance(batch: MetadataBatch) -> Provenance:
     return Provenance(batch.last_offset, batch.epoch, batch.append_time_ms, True)
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a log is replayed, on again after (if it was).
+
+    A cold load builds millions of objects that all survive and form no cycle; with the collector
+    on, its passes over the growing image cost more than the replay itself (2.7x the time in
+    ``bench/bench_image.py``). Nothing the replay makes needs it: reference counting frees the
+    decoded records as it goes.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def replay_batches(batches: Iterable[MetadataBatch], image: MetadataImage = EMPTY_IMAGE,
                    *, snapshot: bool = False) -> MetadataImage:
     """Replay every batch into one delta over ``image`` and apply it once.
@@ -52,11 +72,12 @@ def replay_batches(batches: Iterable[MetadataBatch], image: MetadataImage = EMPT
     delta = MetadataDelta(image, snapshot=snapshot)
     provenance = image.provenance
     count = 0
-    for batch in batches:
-        for offset, record in batch.records:
-            delta.replay(record, offset)
-        provenance = _provenance(batch)
-        count += 1
+    with _collector_paused():
+        for batch in batches:
+            for offset, record in batch.records:
+                delta.replay(record, offset)
+            provenance = _provenance(batch)
+            count += 1
     if delta.in_transaction:
         pending = delta.pending_transaction or []
         log.warning("The log ends inside a metadata transaction; %d record(s) are not applied", len(pending))
