@@ -51,6 +51,7 @@ from kraftwerk.raft import (
     NotLeaderError,
     RaftNode,
     SnapshotLoad,
+    VoterSet,
 )
 
 log = logging.getLogger("kraftwerk.node")
@@ -132,6 +133,7 @@ class NodeHost:
         self.leader_watch = LeaderWatch()
         self.last_write_ms = io.now_ms()
         self.registration_sent_ms = -registration_retry_ms
+        self._voter_set: VoterSet | None = None
         self.ready = False
         self.failed = False
         """A fatal fault stopped the cores: nothing more is applied."""
@@ -216,8 +218,9 @@ class NodeHost:
         if self.failed:
             return
         raft = self.raft
-        if self.controller is not None:
+        if self.controller is not None and raft.voter_set is not self._voter_set:
             # the voter set of a dynamic quorum changes with AddRaftVoter / RemoveRaftVoter
+            self._voter_set = raft.voter_set
             self.controller.voters = raft.voters
         epoch = self.leader_watch.observe(
             self.controller, self.broker, leader_id=raft.leader_id, epoch=raft.epoch,
