@@ -242,9 +242,6 @@ class PartitionLog:
         os.fsync(self._fd)
         write_indexes(Segment(self.directory, self._active.base_offset), self.config.index_interval_bytes)
 
-    def flush(self) -> None:
-        os.fsync(self._fd)
-
     def truncate_to(self, offset: int) -> None:
         """Drop every batch holding ``offset`` or above (a follower whose log diverged); the log end
         offset becomes the end of the last batch kept, at most ``offset``."""
