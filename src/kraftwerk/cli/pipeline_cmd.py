@@ -14,14 +14,14 @@ import json
 import shlex
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from kraftwerk.cli.args import dir_list, key_value, output_dir, spark_master
 from kraftwerk.cli.main import UsageError
 from kraftwerk.cli.output import add_output_flag, print_json
+from kraftwerk.cli.output import status as _status
 from kraftwerk.storage.fileio import atomic_write, local_path
 from kraftwerk.storage.scan import (
     BatchRow,
@@ -122,19 +122,6 @@ def _spark_submit(args: argparse.Namespace, job: list[str]) -> int:
 def _split_existing(dirs: list[str]) -> tuple[list[str], list[str]]:
     present = [d for d in dirs if Path(d).is_dir()]
     return present, [d for d in dirs if d not in present]
-
-
-@contextmanager
-def _status(message: str, enabled: bool) -> Iterator[Callable[[str], None]]:
-    """A rich spinner on stderr when it is a terminal (stdout stays clean for JSON)."""
-    if not enabled:
-        yield lambda _msg: None
-        return
-    from rich.console import Console
-
-    console = Console(stderr=True)
-    with console.status(message) as status:
-        yield lambda msg: status.update(msg)
 
 
 def _tty() -> bool:
