@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import enum
 import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote_plus
 
+from kraftwerk.image.model import AclOperation, AclPatternType, AclPermissionType, AclResourceType
 from kraftwerk.migration.errors import MalformedZnodeError, UnknownZnodeVersionError
 from kraftwerk.migration.tree import ZnodeStat
 
@@ -27,15 +29,24 @@ DEFAULT_ENTITY = "<default>"
 #: Kafka's SCRAM mechanisms as ``/config/users`` keys → UserScramCredentialRecord mechanism byte.
 SCRAM_MECHANISMS = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 
+
+
+def _pascal(member: enum.IntEnum) -> str:
+    """Kafka's ``SecurityUtils`` spelling in ZooKeeper: CLUSTER_ACTION → ClusterAction."""
+    return "".join(part.capitalize() for part in member.name.split("_"))
+
+
+def _zk_names(enum_type: type[enum.IntEnum], first: int, last: int) -> dict[str, int]:
+    return {_pascal(m): int(m) for m in enum_type if first <= m <= last}
+
+
 #: ACL resource type child names (SecurityUtils.resourceTypeName) → ResourceType code.
-ACL_RESOURCE_TYPES = {"Topic": 2, "Group": 3, "Cluster": 4, "TransactionalId": 5, "DelegationToken": 6,
-                      "User": 7}
-ACL_OPERATIONS = {"All": 2, "Read": 3, "Write": 4, "Create": 5, "Delete": 6, "Alter": 7, "Describe": 8,
-                  "ClusterAction": 9, "DescribeConfigs": 10, "AlterConfigs": 11, "IdempotentWrite": 12,
-                  "CreateTokens": 13, "DescribeTokens": 14}
-ACL_PERMISSIONS = {"Deny": 2, "Allow": 3}
-PATTERN_LITERAL = 3
-PATTERN_PREFIXED = 4
+ACL_RESOURCE_TYPES = _zk_names(AclResourceType, AclResourceType.TOPIC, AclResourceType.USER)
+#: The operations a 3.x AclAuthorizer stores (TWO_PHASE_COMMIT came with 4.x's KIP-939).
+ACL_OPERATIONS = _zk_names(AclOperation, AclOperation.ALL, AclOperation.DESCRIBE_TOKENS)
+ACL_PERMISSIONS = _zk_names(AclPermissionType, AclPermissionType.DENY, AclPermissionType.ALLOW)
+PATTERN_LITERAL = int(AclPatternType.LITERAL)
+PATTERN_PREFIXED = int(AclPatternType.PREFIXED)
 
 
 # ---------------------------------------------------------------------------- JSON helpers
