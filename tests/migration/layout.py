@@ -127,8 +127,8 @@ class Layout:
         return self
 
     def producer_ids(self, broker: int, start: int) -> Layout:
-        self.put("/latest_producer_id_block", _json({"version": 1, "broker": broker, "block_start": str(start),
-                                                     "block_end": str(start + 999)}))
+        block = {"version": 1, "broker": broker, "block_start": str(start), "block_end": str(start + 999)}
+        self.put("/latest_producer_id_block", _json(block))
         return self
 
     def delete_topic(self, name: str) -> Layout:
@@ -188,6 +188,7 @@ def sample_layout(cluster_id: str = "MkU3OEVBNTcwNTJENDM2Qk") -> tuple[Layout, d
     layout.acl("Cluster", "kafka-cluster", [
         {"principal": "User:admin", "permissionType": "Allow", "operation": "ClusterAction", "host": "*"}])
     layout.acl("Group", "app-", [
-        {"principal": "User:alice", "permissionType": "Allow", "operation": "Read", "host": "*"}], prefixed=True)
+        {"principal": "User:alice", "permissionType": "Allow", "operation": "Read", "host": "*"}],
+        prefixed=True)
     layout.producer_ids(1, 5000)
     return layout, ids

@@ -86,8 +86,8 @@ def test_export_reads_back_through_metadata_show(sample: tuple[str, Layout, dict
                        ("TOPIC", "audit"): {"min.insync.replicas": "1"},
                        ("BROKER", ""): {"log.cleaner.threads": "2"},
                        ("BROKER", "2"): {"log.retention.bytes": "1073741824"}}
-    acls = {(a["resourceType"], a["resourceName"], a["patternType"], a["principal"], a["host"], a["operation"],
-             a["permissionType"]) for a in image["acls"]}
+    acls = {(a["resourceType"], a["resourceName"], a["patternType"], a["principal"], a["host"],
+             a["operation"], a["permissionType"]) for a in image["acls"]}
     assert acls == {("TOPIC", "orders", "LITERAL", "User:alice", "*", "READ", "ALLOW"),
                     ("TOPIC", "orders", "LITERAL", "User:bob", "10.0.0.1", "WRITE", "DENY"),
                     ("CLUSTER", "kafka-cluster", "LITERAL", "User:admin", "*", "CLUSTER_ACTION", "ALLOW"),
@@ -121,7 +121,8 @@ def test_dump_keeps_data_and_stats_and_checks_alike(sample: tuple[str, Layout, d
 
 def _broker_config(tmp_path: Path, broker_id: int, flag: bool) -> str:
     path = tmp_path / f"broker-{broker_id}.properties"
-    lines = [f"broker.id={broker_id}", "zookeeper.connect=localhost:2181", "inter.broker.protocol.version=3.9",
+    lines = [f"broker.id={broker_id}", "zookeeper.connect=localhost:2181",
+             "inter.broker.protocol.version=3.9",
              "controller.quorum.voters=3000@localhost:9093", "controller.listener.names=CONTROLLER"]
     if flag:
         lines.append("zookeeper.metadata.migration.enable=true")
@@ -131,7 +132,7 @@ def _broker_config(tmp_path: Path, broker_id: int, flag: bool) -> str:
 
 def test_readiness_flags_offline_broker_pending_deletion_and_missing_flag(
         client: KazooClient, zookeeper: ZooKeeperServer, tmp_path: Path) -> None:
-    layout, ids = sample_layout(CLUSTER_ID)
+    layout, _ = sample_layout(CLUSTER_ID)
     layout.topic("moving", {0: [3, 4]}, topic_id=uuid.UUID(int=7))  # broker 4 is not registered
     layout.topic("doomed", {0: [1]}, topic_id=uuid.UUID(int=8)).delete_topic("doomed")
     connect_string = write(client, zookeeper, "/flagged", layout)
@@ -152,7 +153,7 @@ def test_readiness_flags_offline_broker_pending_deletion_and_missing_flag(
 
 def test_invalid_znodes_are_named_and_skipped_only_on_request(
         client: KazooClient, zookeeper: ZooKeeperServer, tmp_path: Path) -> None:
-    layout, ids = sample_layout(CLUSTER_ID)
+    layout, _ = sample_layout(CLUSTER_ID)
     layout.put("/config/topics/orders", b'{"version":1,"config":{"retention.ms":')  # cut short
     layout.put("/brokers/ids/2", b'{"version":9,"host":"b2","port":9092,"jmx_port":-1}')
     layout.topic("stateless", {0: [1]}, topic_id=uuid.UUID(int=9), states=False)
@@ -176,7 +177,8 @@ def test_invalid_znodes_are_named_and_skipped_only_on_request(
     assert topics == {"orders", "payments", "audit"}  # the topic without a partition state is left out
 
 
-def test_a_tree_changing_during_the_read_is_read_again(client: KazooClient, zookeeper: ZooKeeperServer) -> None:
+def test_a_tree_changing_during_the_read_is_read_again(client: KazooClient, zookeeper: ZooKeeperServer
+                                                       ) -> None:
     layout, _ = sample_layout(CLUSTER_ID)
     connect_string = write(client, zookeeper, "/moving", layout)
     changes: list[int] = []
@@ -204,10 +206,12 @@ def test_unreachable_zookeeper_is_one_line(tmp_path: Path) -> None:
                      ("export", "--metadata-version", "3.9", "--out", str(tmp_path / "x"))):
             code, stdout, err = run("migration", *argv, "--zookeeper", address)
             assert code == 1 and stdout == ""
-            assert err.strip().splitlines() == [f"Unable to connect to ZooKeeper at {address}: Connection refused"]
+            assert err.strip().splitlines() == [
+                f"Unable to connect to ZooKeeper at {address}: Connection refused"]
 
 
 def test_missing_chroot_is_one_line(zookeeper: ZooKeeperServer) -> None:
     code, _, err = run("migration", "check", "--zookeeper", f"{zookeeper.connect_string}/nowhere")
     assert code == 1
-    assert err.strip() == f"The chroot /nowhere does not exist in ZooKeeper at {zookeeper.connect_string}/nowhere"
+    where = f"{zookeeper.connect_string}/nowhere"
+    assert err.strip() == f"The chroot /nowhere does not exist in ZooKeeper at {where}"

@@ -70,8 +70,8 @@ def broker_facts_from_properties(text: str, source: str) -> BrokerConfigFacts:
     generated ids)."""
     props = properties_values(text, source)
     raw_id = props.get("broker.id", props.get("node.id", "")).strip()
-    if not raw_id.lstrip("-").isdigit():
-        raise MigrationError(f"{source}: broker.id is not set to an integer (a migrating broker needs a "
+    if not re.fullmatch(r"[0-9]+", raw_id):
+        raise MigrationError(f"{source}: broker.id is not a non-negative integer (a migrating broker needs a "
                              "fixed id)")
     dirs = props.get("log.dirs", props.get("log.dir", "/tmp/kafka-logs"))
     return BrokerConfigFacts(

@@ -14,6 +14,7 @@ import base64
 import binascii
 import enum
 import json
+import re
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +47,7 @@ ACL_RESOURCE_TYPES = _zk_names(AclResourceType, AclResourceType.TOPIC, AclResour
 ACL_OPERATIONS = _zk_names(AclOperation, AclOperation.ALL, AclOperation.DESCRIBE_TOKENS)
 ACL_PERMISSIONS = _zk_names(AclPermissionType, AclPermissionType.DENY, AclPermissionType.ALLOW)
 PATTERN_LITERAL = int(AclPatternType.LITERAL)
+_DECIMAL = re.compile(r"[0-9]+")
 PATTERN_PREFIXED = int(AclPatternType.PREFIXED)
 
 
@@ -201,7 +203,7 @@ class BrokerZnode:
 def parse_broker(path: str, data: bytes | None, stat: ZnodeStat) -> BrokerZnode:
     """``/brokers/ids/<id>`` v1-v5 (Kafka writes 5 from IBP 2.7-IV0), v6 per KIP-866."""
     name = path.rsplit("/", 1)[1]
-    if not name.isdigit():
+    if not _DECIMAL.fullmatch(name):
         raise MalformedZnodeError(path, f"broker id {name!r} is not a non-negative integer")
     obj = _json(path, data)
     version = _version(path, obj, range(1, 7))
@@ -244,7 +246,7 @@ def _partition_map(path: str, obj: dict[str, Any], key: str) -> dict[int, tuple[
         raise MalformedZnodeError(path, f"field {key!r} must be an object, got {raw!r}")
     out = {}
     for p, replicas in raw.items():
-        if not p.isdigit():
+        if not _DECIMAL.fullmatch(p):
             raise MalformedZnodeError(path, f"partition {p!r} of {key!r} is not a non-negative integer")
         out[int(p)] = _int_list(path, replicas, f"{key}[{p}]")
     return out
