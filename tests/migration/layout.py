@@ -192,3 +192,57 @@ def sample_layout(cluster_id: str = "MkU3OEVBNTcwNTJENDM2Qk") -> tuple[Layout, d
         prefixed=True)
     layout.producer_ids(1, 5000)
     return layout, ids
+
+
+@dataclass(frozen=True)
+class FleetCluster:
+    """One generated cluster of a fleet and the blockers it was built with."""
+
+    name: str
+    lines: list[str]
+    blockers: frozenset[str]
+
+
+def fleet(count: int, seed: int = 7) -> list[FleetCluster]:
+    """``count`` clusters of varied size and readiness (KIP-866 v6 registrations, so each blocker is
+    known from the tree alone); every 50th dump is unreadable. Deterministic for a seed."""
+    import random
+
+    from kraftwerk.migration.tree import dump_lines
+
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        name = f"cluster-{i:04d}"
+        if i % 50 == 49:
+            out.append(FleetCluster(name, ['{"path":"/"}', "not json"], frozenset({"dump"})))
+            continue
+        brokers = list(range(1, rng.randint(1, 6) + 1))
+        layout = Layout().cluster(kafka_uuid(uuid.UUID(int=rng.getrandbits(128))))
+        blockers: set[str] = set()
+        off = rng.random() < 0.2 and len(brokers) > 1
+        for b in brokers:
+            ready = not (off and b == brokers[-1])
+            layout.broker(b, version=6, migration={"isReady": ready, "ibp": rng.choice(["3.4", "3.6-IV1", "3.9"])})
+        if off:
+            blockers.add("migration-enabled")
+        for t in range(rng.randint(0, 12)):
+            parts = {p: rng.sample(brokers, min(len(brokers), 3)) for p in range(rng.randint(1, 8))}
+            layout.topic(f"t{t}", parts, topic_id=uuid.UUID(int=rng.getrandbits(128)),
+                         partition_epoch=rng.randint(0, 3))
+            if rng.random() < 0.3:
+                layout.config("topics", f"t{t}", {"retention.ms": str(rng.randint(1, 10**9))})
+        if rng.random() < 0.1:
+            layout.topic("ghost", {0: [99]}, topic_id=uuid.UUID(int=i + 1))
+            blockers.add("offline-brokers")
+        if rng.random() < 0.1:
+            layout.topic("doomed", {0: [brokers[0]]}, topic_id=uuid.UUID(int=10**6 + i)).delete_topic("doomed")
+            blockers.add("pending-deletions")
+        if rng.random() < 0.5:
+            layout.acl("Topic", "t0", [{"principal": "User:app", "permissionType": "Allow", "operation": "Read",
+                                        "host": "*"}])
+        if rng.random() < 0.05:
+            layout.put("/config/topics/t0", b'{"version":2,"config":{}}')
+            blockers.add("znodes")
+        out.append(FleetCluster(name, list(dump_lines(layout.tree())), frozenset(blockers)))
+    return out

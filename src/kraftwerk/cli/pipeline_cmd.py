@@ -1,10 +1,12 @@
-"""``kraftwerk pipeline scan|upconvert``: find and rewrite message format v0/v1 data across a fleet.
+"""``kraftwerk pipeline scan|upconvert|zk-readiness``: find and rewrite message format v0/v1 data
+across a fleet, and check a fleet of ZooKeeper clusters for a KIP-866 migration.
 
-Both commands run on Spark (``--master``, default ``local[*]``; ``--conf`` settings as spark-submit
-takes them) or, with ``--no-spark``, in this process through the same storage-layer functions.
-``--print-spark-submit`` prints the ``spark-submit`` command that runs the same job on a cluster's
-own Spark. Missing or locked log dirs and corrupt segments are reported and skipped, never fatal to
-the rest of the run; the exit code is 1 when anything was skipped so scripts notice.
+All three run on Spark (``--master``, default ``local[*]``; ``--conf`` settings as spark-submit
+takes them) or, with ``--no-spark``, in this process through the same storage- and migration-layer
+functions. ``--print-spark-submit`` prints the ``spark-submit`` command that runs the same job on a
+cluster's own Spark. Missing or locked log dirs and corrupt segments are reported and skipped, never
+fatal to the rest of the run; the exit code is 1 when anything was skipped (for zk-readiness: when
+a cluster is not ready) so scripts notice.
 """
 
 from __future__ import annotations
@@ -66,10 +68,27 @@ def register(groups: Any) -> None:
     up.add_argument("--dry-run", action="store_true", help="report what would be converted, change nothing")
     up.set_defaults(func=run_upconvert)
 
+    zk = commands.add_parser(
+        "zk-readiness", help="KIP-866 readiness of a fleet of ZooKeeper clusters, from their dumps",
+        description="Read the ZooKeeper dumps (`kraftwerk migration dump` files, *.jsonl) under the "
+                    "directories and write one row per cluster: ready or not, the blockers, warnings, "
+                    "sizes and the estimated number of migration records, as Parquet (readiness/) and "
+                    "JSON (readiness.json).")
+    zk.add_argument("--dumps", required=True, nargs="+", type=dir_list, metavar="DIR",
+                    help="directories holding dump files (space or comma separated)")
+    zk.add_argument("--out", required=True, type=output_dir, metavar="DIR",
+                    help="directory for readiness/ (Parquet) and readiness.json")
+    _spark_options(zk)
+    zk.set_defaults(func=run_zk_readiness)
+
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-dirs", required=True, nargs="+", type=dir_list, metavar="DIR",
                    help="broker log directories (space or comma separated, like log.dirs)")
+    _spark_options(p)
+
+
+def _spark_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", type=spark_master, default=None,
                    help=f"Spark master URL (default {DEFAULT_MASTER}; under spark-submit: its master)")
     p.add_argument("--conf", action="append", type=key_value, default=[], metavar="KEY=VALUE",
@@ -91,10 +110,10 @@ def _path(raw: str | Path) -> Path:
     return Path(local_path(str(raw))).absolute()
 
 
-def _log_dirs(raw: Sequence[str]) -> list[str]:
+def _log_dirs(raw: Sequence[str], option: str = "--log-dirs") -> list[str]:
     dirs = [d for part in raw for d in part.split(",") if d]
     if not dirs:
-        raise UsageError("--log-dirs needs at least one directory")
+        raise UsageError(f"{option} needs at least one directory")
     return [str(_path(d)) for d in dirs]
 
 
@@ -284,3 +303,66 @@ def _print_upconvert(outcomes: list[SegmentOutcome], counts: dict[str, int], dry
           f"only v2 data and were not touched; {counts[Status.CORRUPT.value]} corrupt, "
           f"{counts[Status.FAILED.value]} failed, {counts[Status.LOCKED.value]} log dirs locked, "
           f"{counts[Status.MISSING.value]} missing")
+
+
+# ---------------------------------------------------------------------- zk-readiness
+
+def run_zk_readiness(args: argparse.Namespace) -> int:
+    from kraftwerk.migration.fleet import discover_dumps, dump_file_row
+
+    dirs = _log_dirs(args.dumps, "--dumps")
+    out = _path(args.out)
+    dumps = discover_dumps(dirs)
+    if not dumps:
+        raise ScanError("no migration dump files (*.jsonl) under " + ", ".join(dirs))
+    if args.print_spark_submit:
+        return _spark_submit(args, ["--dumps", *dirs, "--out", str(out)])
+    start = time.monotonic()
+    with _status(f"Checking {len(dumps)} ZooKeeper dumps", _tty()):
+        if args.no_spark:
+            rows = [dump_file_row(d) for d in dumps]
+            _write_readiness_parquet(rows, out)
+        else:
+            from kraftwerk.spark.quiet import quiet_session
+            from kraftwerk.spark.zk_source import zk_readiness_job
+
+            with quiet_session(args.master, _spark_log(args, out), dict(args.conf)) as spark:
+                rows = zk_readiness_job(spark, dirs, out)
+    elapsed = time.monotonic() - start
+    doc = {"dumps": dirs, "out": str(out), "seconds": round(elapsed, 3), "clusters": len(rows),
+           "ready": sum(1 for r in rows if r["ready"]), "table": rows}
+    atomic_write(out / "readiness.json", json.dumps(doc, indent=1).encode())
+    if args.output == "json":
+        print_json(doc)
+    else:
+        _print_readiness(rows, out, elapsed)
+    return 0 if all(r["ready"] for r in rows) else 1
+
+
+def _write_readiness_parquet(rows: list[dict[str, Any]], out: Path) -> None:
+    """The no-Spark table: the same rows as Spark writes, in one Parquet file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kraftwerk.migration.fleet import FLEET_COLUMNS
+
+    types = {"string": pa.string(), "boolean": pa.bool_(), "int": pa.int32(), "bigint": pa.int64(),
+             "array<string>": pa.list_(pa.string())}
+    schema = pa.schema([(n, types[t]) for n, t in FLEET_COLUMNS])
+    target = out / "readiness"
+    target.mkdir(parents=True, exist_ok=True)
+    for old in target.glob("*.parquet"):
+        old.unlink()
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), str(target / "part-00000.parquet"))
+
+
+def _print_readiness(rows: list[dict[str, Any]], out: Path, elapsed: float) -> None:
+    for r in rows:
+        state = "ready" if r["ready"] else f"NOT ready ({len(r['blockers'])} blockers)"
+        print(f"{r['dump']}: cluster {r['cluster_id'] or '-'} {state}; {r['brokers']} brokers, {r['topics']} "
+              f"topics, {r['partitions']} partitions, about {r['estimated_records']} migration records")
+        for b in r["blockers"]:
+            print(f"  {b}")
+    ready = sum(1 for r in rows if r["ready"])
+    print(f"Checked {len(rows)} clusters in {elapsed:.1f}s: {ready} ready, {len(rows) - ready} not ready")
+    print(f"Readiness table: {out / 'readiness'} (Parquet); {out / 'readiness.json'}")

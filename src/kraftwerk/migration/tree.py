@@ -160,14 +160,34 @@ def dump_lines(tree: ZkTree) -> Iterator[str]:
         yield json.dumps(z.to_json(), separators=(",", ":"), ensure_ascii=False)
 
 
-def parse_dump(lines: Iterable[str], source: str) -> ZkTree:
-    """A tree from dump lines; a line that is not a znode record is a :class:`DumpError` naming it."""
-    nodes = []
+def iter_dump(lines: Iterable[str], source: str) -> Iterator[Znode]:
+    """The znodes of dump lines; a line that is not a znode record is a :class:`DumpError` naming it."""
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            nodes.append(Znode.from_json(json.loads(line)))
+            yield Znode.from_json(json.loads(line))
         except (ValueError, RecursionError) as exc:
             raise DumpError(f"{source}:{number}: not a znode record of a migration dump: {exc}") from None
-    return ZkTree(nodes)
+
+
+def tree_of(znodes: Iterable[Znode], source: str) -> ZkTree:
+    """The tree of a dump's znodes (DumpError for an empty dump or a path given twice)."""
+    tree = ZkTree(znodes)
+    if not len(tree):
+        raise DumpError(f"{source}: holds no znodes (a migration dump has at least the root znode)")
+    return tree
+
+
+def parse_dump(lines: Iterable[str], source: str) -> ZkTree:
+    """The tree of a whole dump file's lines."""
+    return tree_of(iter_dump(lines, source), source)
+
+
+def read_dump_file(path: str) -> list[Znode]:
+    """The znodes of a dump file; DumpError (naming the file) for a bad line or non-UTF-8 bytes."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return list(iter_dump(f, path))
+    except UnicodeDecodeError as exc:
+        raise DumpError(f"{path}: not a UTF-8 dump file ({exc.reason})") from None
