@@ -223,7 +223,8 @@ def fleet(count: int, seed: int = 7) -> list[FleetCluster]:
         off = rng.random() < 0.2 and len(brokers) > 1
         for b in brokers:
             ready = not (off and b == brokers[-1])
-            layout.broker(b, version=6, migration={"isReady": ready, "ibp": rng.choice(["3.4", "3.6-IV1", "3.9"])})
+            ibp = rng.choice(["3.4", "3.6-IV1", "3.9"])
+            layout.broker(b, version=6, migration={"isReady": ready, "ibp": ibp})
         if off:
             blockers.add("migration-enabled")
         for t in range(rng.randint(0, 12)):
@@ -236,11 +237,12 @@ def fleet(count: int, seed: int = 7) -> list[FleetCluster]:
             layout.topic("ghost", {0: [99]}, topic_id=uuid.UUID(int=i + 1))
             blockers.add("offline-brokers")
         if rng.random() < 0.1:
-            layout.topic("doomed", {0: [brokers[0]]}, topic_id=uuid.UUID(int=10**6 + i)).delete_topic("doomed")
+            layout.topic("doomed", {0: [brokers[0]]}, topic_id=uuid.UUID(int=10**6 + i))
+            layout.delete_topic("doomed")
             blockers.add("pending-deletions")
         if rng.random() < 0.5:
-            layout.acl("Topic", "t0", [{"principal": "User:app", "permissionType": "Allow", "operation": "Read",
-                                        "host": "*"}])
+            layout.acl("Topic", "t0", [{"principal": "User:app", "permissionType": "Allow",
+                                        "operation": "Read", "host": "*"}])
         if rng.random() < 0.05:
             layout.put("/config/topics/t0", b'{"version":2,"config":{}}')
             blockers.add("znodes")
