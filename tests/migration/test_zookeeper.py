@@ -142,7 +142,7 @@ def test_readiness_flags_offline_broker_pending_deletion_and_missing_flag(
     checks = {c["check"]: c for c in json.loads(stdout)["checks"]}
     failed = {name for name, c in checks.items() if c["status"] == "FAIL"}
     assert failed == {"offline-brokers", "pending-deletions", "migration-enabled"}
-    assert "4 (1 partitions, e.g. moving-0)" in checks["offline-brokers"]["reason"]
+    assert "4 (1 partition(s), e.g. moving-0)" in checks["offline-brokers"]["reason"]
     assert "doomed" in checks["pending-deletions"]["reason"]
     assert checks["migration-enabled"]["reason"].endswith("brokers 3")
     assert checks["inter-broker-protocol"]["status"] == "PASS"

@@ -287,7 +287,7 @@ class _Checker:
                     if r not in live:
                         offline.setdefault(r, []).append(f"{name}-{p}")
         if offline:
-            parts = [f"{b} ({len(ps)} partitions, e.g. {ps[0]})" for b, ps in sorted(offline.items())]
+            parts = [f"{b} ({len(ps)} partition(s), e.g. {ps[0]})" for b, ps in sorted(offline.items())]
             self.add("offline-brokers", Status.FAIL,
                      "partition assignments reference brokers not registered in "
                      "/brokers/ids: " + "; ".join(parts))
@@ -298,7 +298,7 @@ class _Checker:
     def _deletions(self) -> None:
         pending = self.s.pending_deletions
         if pending:
-            self.add("pending-deletions", Status.FAIL, f"{len(pending)} topics pending deletion in "
+            self.add("pending-deletions", Status.FAIL, f"{len(pending)} topic(s) pending deletion in "
                      f"/admin/delete_topics: {_few(pending)}")
         else:
             self.add("pending-deletions", Status.PASS, "no topic deletion is pending")
