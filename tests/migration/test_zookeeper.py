@@ -16,6 +16,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from kraftwerk.cli.main import main
+from kraftwerk.migration.errors import ZooKeeperError
 from kraftwerk.migration.reader import connect, read_tree
 from kraftwerk.migration.tree import parse_dump
 from kraftwerk.runtime.zookeeper import ZooKeeperServer
@@ -215,3 +216,22 @@ def test_missing_chroot_is_one_line(zookeeper: ZooKeeperServer) -> None:
     assert code == 1
     where = f"{zookeeper.connect_string}/nowhere"
     assert err.strip() == f"The chroot /nowhere does not exist in ZooKeeper at {where}"
+
+
+def test_zookeeper_lost_during_the_read_is_one_error(tmp_path: Path) -> None:
+    server = ZooKeeperServer(tmp_path / "zk").start()  # its own server: this test stops it
+    try:
+        writer = KazooClient(hosts=server.connect_string)
+        writer.start(10)
+        sample_layout(CLUSTER_ID)[0].write(writer)
+        writer.stop()
+        writer.close()
+
+        def stop_server(read_so_far: int) -> None:
+            server.stop()
+
+        lost = f"^Lost the connection to ZooKeeper at {server.connect_string} "
+        with pytest.raises(ZooKeeperError, match=lost), connect(server.connect_string, timeout=2) as zk:
+            read_tree(zk, page_size=4, progress=stop_server)
+    finally:
+        server.stop()

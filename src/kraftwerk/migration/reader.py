@@ -64,6 +64,7 @@ def connect(text: str, timeout: float = DEFAULT_TIMEOUT_S) -> Iterator[Any]:
     """A started KazooClient on ``text`` (chroot applied), stopped on exit; any failure to reach
     ZooKeeper is one ZooKeeperError line."""
     from kazoo.client import KazooClient
+    from kazoo.exceptions import KazooException
     from kazoo.handlers.threading import KazooTimeoutError
 
     servers, chroot = parse_connect(text)
@@ -83,6 +84,10 @@ def connect(text: str, timeout: float = DEFAULT_TIMEOUT_S) -> Iterator[Any]:
             raise ZooKeeperError(f"The chroot {chroot} does not exist in ZooKeeper at {text}")
         client.chroot = chroot
         yield client
+    except (KazooException, KazooTimeoutError) as exc:  # the session was lost while reading
+        detail = f": {exc}" if str(exc) else ""
+        raise ZooKeeperError(f"Lost the connection to ZooKeeper at {text} ({type(exc).__name__}{detail})"
+                             ) from None
     finally:
         client.stop()
         client.close()
