@@ -149,33 +149,6 @@ def test_bad_data_names_the_path(path: str, data: bytes) -> None:
 
 
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
-JSON = st.recursive(SCALARS,
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                                 max_size=4), max_leaves=20)
-KEYS = ["version", "partitions", "isr", "leader", "leader_epoch", "controller_epoch", "config", "acls", "id",
-        "brokerid", "jmx_port", "endpoints", "topic_id", "broker", "block_start", "block_end", "features",
-        "kraftMigration", "owner", "tokenId", "renewers", "kraft_controller_id", "principal", "operation"]
-
-
-@settings(max_examples=300, deadline=None)
-@given(path=st.sampled_from(sorted(PARSERS)),
-       obj=st.dictionaries(st.sampled_from(KEYS), JSON | st.integers(0, 7), max_size=8))
-def test_fuzzed_json_is_parsed_or_a_znode_error(path: str, obj: dict[str, Any]) -> None:
-    try:
-        PARSERS[path](path, json.dumps(obj).encode())
-    except ZnodeError as exc:
-        assert exc.path == path
-
-
-@settings(max_examples=200, deadline=None)
-@given(path=st.sampled_from(sorted(PARSERS)), data=st.binary(max_size=64))
-def test_fuzzed_bytes_are_parsed_or_a_znode_error(path: str, data: bytes) -> None:
-    try:
-        PARSERS[path](path, data)
-    except ZnodeError as exc:
-        assert exc.path == path
-
-
 @settings(max_examples=100, deadline=None)
 @given(assignment=st.dictionaries(st.integers(0, 50), st.lists(st.integers(0, 2**31 - 1), max_size=5),
                                   max_size=6),
