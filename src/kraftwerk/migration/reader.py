@@ -1,11 +1,12 @@
 """The one place the migration layer talks to ZooKeeper: a consistent read of a whole tree (kazoo).
 
 Reads are pipelined in pages of up to ``page_size`` requests in flight (Kafka's ZooKeeper client
-pipelines the same way) and set no watches. Consistency without a ZooKeeper transaction: after
-every znode was read, each znode's stat is read again; a znode whose ``mzxid`` (data) or ``pzxid``
-(children) moved is read again and the pass repeats. When a pass finds nothing changed, every value
-read held at the moment between the last read and the first re-check (zxids only grow, so a change
-and its undo cannot hide), which is one consistent cut of the tree.
+pipelines the same way) and set no watches. Consistency without a ZooKeeper transaction: when the
+connected server's last zxid did not move during the read, nothing changed. Otherwise each znode's
+stat is read again; a znode whose ``mzxid`` (data) or ``pzxid`` (children) moved is read again and
+the pass repeats. When a pass finds nothing changed, every value read held at the moment between the
+last read and the first re-check (zxids only grow, so a change and its undo cannot hide), which is
+one consistent cut of the tree.
 """
 
 from __future__ import annotations
@@ -112,24 +113,31 @@ class _TreeReader:
         self.progress = progress
         self.no_node = NoNodeError
         self.nodes: dict[str, Znode] = {}
-        self.children: dict[str, list[str]] = {}
 
     def read(self, paths: Sequence[str]) -> None:
-        """Read data, stat and children of ``paths`` and, recursively, of every child not yet read."""
+        """Read data and stat of ``paths``, the children of those that have any, and recursively every
+        child not yet read. Leaves (most znodes) cost one request: their stat says they have no child."""
         todo = list(paths)
         while todo:
             found: list[str] = []
             for page in _pages(todo, self.page_size):
-                pending = [(p, self.client.get_async(p), self.client.get_children_async(p)) for p in page]
-                for path, data_req, children_req in pending:
+                gets = [(p, self.client.get_async(p)) for p in page]
+                parents = []
+                for path, req in gets:
                     try:
-                        data, stat = data_req.get()
-                        names = children_req.get()
+                        data, stat = req.get()
                     except self.no_node:  # deleted since its parent was listed
                         self._forget(path)
                         continue
                     self.nodes[path] = Znode(path, data, _stat(stat))
-                    self.children[path] = sorted(names)
+                    if stat.numChildren:
+                        parents.append((path, self.client.get_children_async(path)))
+                for path, req in parents:
+                    try:
+                        names = req.get()
+                    except self.no_node:
+                        self._forget(path)
+                        continue
                     found += [c for c in (join(path, n) for n in names)
                               if c not in self.nodes and c != ZOOKEEPER_INTERNAL]
                 if self.progress is not None:
@@ -139,7 +147,6 @@ class _TreeReader:
     def _forget(self, path: str) -> None:
         for p in [p for p in self.nodes if p == path or p.startswith(path.rstrip("/") + "/")]:
             del self.nodes[p]
-            self.children.pop(p, None)
 
     def changed(self) -> list[str]:
         """The znodes whose data or children moved since they were read (deleted ones are dropped)."""
@@ -160,10 +167,27 @@ class _TreeReader:
         return moved
 
 
+def server_zxid(client: Any) -> int | None:
+    """The last zxid the connected server applied (the ``srvr`` four-letter word, which ZooKeeper
+    allows by default), or None when the server refuses it."""
+    try:
+        text = client.command(b"srvr")
+    except Exception:  # kazoo raises socket errors and its own; either way there is no answer
+        return None
+    m = re.search(r"^Zxid: 0x([0-9a-fA-F]+)$", text, re.MULTILINE)
+    return int(m[1], 16) if m else None
+
+
 def read_tree(client: Any, *, page_size: int = DEFAULT_PAGE_SIZE, progress: Progress | None = None) -> ZkTree:
-    """The whole tree under the client's chroot at one consistent moment (see the module docstring)."""
+    """The whole tree under the client's chroot at one consistent moment (see the module docstring).
+
+    Fast path: reads are served by the connected server, so when its last applied zxid is the same
+    before and after the read, no write happened in between and no znode needs checking again."""
     reader = _TreeReader(client, page_size, progress)
+    before = server_zxid(client)
     reader.read(["/"])
+    if before is not None and server_zxid(client) == before:
+        return ZkTree(reader.nodes.values())
     for attempt in range(MAX_PASSES):
         moved = reader.changed()
         if not moved:
@@ -173,4 +197,3 @@ def read_tree(client: Any, *, page_size: int = DEFAULT_PAGE_SIZE, progress: Prog
         reader.read(moved)  # a deleted one raises NoNode and is forgotten; its parent moved too
     raise ZooKeeperError(f"The ZooKeeper tree kept changing while it was read ({MAX_PASSES} passes); "
                          "retry when the cluster is quieter")
-
