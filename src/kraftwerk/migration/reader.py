@@ -24,7 +24,7 @@ from kraftwerk.migration.tree import ZOOKEEPER_INTERNAL, ZkTree, Znode, ZnodeSta
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 10.0
-DEFAULT_PAGE_SIZE = 100
+DEFAULT_PAGE_SIZE = 500
 MAX_PASSES = 5
 _HOST_PORT = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
 
