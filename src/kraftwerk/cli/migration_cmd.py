@@ -24,7 +24,6 @@ from kraftwerk.cli.args import (
     zookeeper_connect,
 )
 from kraftwerk.cli.output import add_output_flag, print_json, status
-from kraftwerk.migration.errors import DumpError
 from kraftwerk.migration.reader import DEFAULT_TIMEOUT_S, connect, read_tree
 from kraftwerk.migration.readiness import (
     BrokerConfigFacts,
@@ -34,7 +33,7 @@ from kraftwerk.migration.readiness import (
 )
 from kraftwerk.migration.state import parse_cluster
 from kraftwerk.migration.translate import Translation, snapshot_file_bytes, translate
-from kraftwerk.migration.tree import ZkTree, dump_lines, parse_dump
+from kraftwerk.migration.tree import ZkTree, dump_lines, read_dump_file, tree_of
 from kraftwerk.storage.fileio import atomic_write
 from kraftwerk.versions import metadata_version as mvs
 
@@ -115,12 +114,7 @@ def _read_zookeeper(connect_string: str, timeout: float) -> ZkTree:
 
 def _tree(args: argparse.Namespace) -> ZkTree:
     if args.dump is not None:
-        path: Path = args.dump
-        with path.open(encoding="utf-8", errors="strict") as f:
-            try:
-                return parse_dump(f, str(path))
-            except UnicodeDecodeError as exc:
-                raise DumpError(f"{path}: not a UTF-8 dump file ({exc.reason})") from None
+        return tree_of(read_dump_file(str(args.dump)), str(args.dump))
     return _read_zookeeper(args.zookeeper, args.timeout)
 
 

@@ -22,8 +22,7 @@ from typing import Any
 
 from kraftwerk.cli.args import dir_list, key_value, output_dir, spark_master
 from kraftwerk.cli.main import UsageError
-from kraftwerk.cli.output import add_output_flag, print_json
-from kraftwerk.cli.output import status as _status
+from kraftwerk.cli.output import add_output_flag, print_json, status
 from kraftwerk.storage.fileio import atomic_write, local_path
 from kraftwerk.storage.scan import (
     BatchRow,
@@ -171,7 +170,7 @@ def run_scan(args: argparse.Namespace) -> int:
     for d in missing:
         print(f"Log directory {d} does not exist or is not a directory; skipped", file=sys.stderr)
     start = time.monotonic()
-    with _status(f"Scanning {len(present)} log dirs", _tty()):
+    with status(f"Scanning {len(present)} log dirs", _tty()):
         if args.no_spark:
             summaries = _scan_local(present, out)
         else:
@@ -255,7 +254,7 @@ def run_upconvert(args: argparse.Namespace) -> int:
             ["--in-place"] if args.in_place else []) + (["--dry-run"] if args.dry_run else [])
         return _spark_submit(args, job)
     start = time.monotonic()
-    with _status("Up-converting", _tty()) as update:
+    with status("Up-converting", _tty()) as update:
 
         def progress(done: int, total: int) -> None:
             update(f"Up-converting: {done} of {total} partitions done")
@@ -308,17 +307,18 @@ def _print_upconvert(outcomes: list[SegmentOutcome], counts: dict[str, int], dry
 # ---------------------------------------------------------------------- zk-readiness
 
 def run_zk_readiness(args: argparse.Namespace) -> int:
+    from kraftwerk.migration.errors import DumpError
     from kraftwerk.migration.fleet import discover_dumps, dump_file_row
 
     dirs = _log_dirs(args.dumps, "--dumps")
     out = _path(args.out)
     dumps = discover_dumps(dirs)
     if not dumps:
-        raise ScanError("no migration dump files (*.jsonl) under " + ", ".join(dirs))
+        raise DumpError("no migration dump files (*.jsonl) under " + ", ".join(dirs))
     if args.print_spark_submit:
         return _spark_submit(args, ["--dumps", *dirs, "--out", str(out)])
     start = time.monotonic()
-    with _status(f"Checking {len(dumps)} ZooKeeper dumps", _tty()):
+    with status(f"Checking {len(dumps)} ZooKeeper dumps", _tty()):
         if args.no_spark:
             rows = [dump_file_row(d) for d in dumps]
             _write_readiness_parquet(rows, out)
