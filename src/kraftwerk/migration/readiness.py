@@ -62,7 +62,6 @@ class BrokerConfigFacts:
     log_dir_count: int
     has_controller_quorum: bool
     has_controller_listener: bool
-    source: str
 
 
 def broker_facts_from_properties(text: str, source: str) -> BrokerConfigFacts:
@@ -79,7 +78,7 @@ def broker_facts_from_properties(text: str, source: str) -> BrokerConfigFacts:
         props.get(IBP, "").strip() or None, len([d for d in dirs.split(",") if d.strip()]),
         bool(props.get("controller.quorum.voters", "").strip()
              or props.get("controller.quorum.bootstrap.servers", "").strip()),
-        bool(props.get("controller.listener.names", "").strip()), source)
+        bool(props.get("controller.listener.names", "").strip()))
 
 
 def ibp_version(text: str) -> MetadataVersion | None:
@@ -174,18 +173,15 @@ class _Checker:
     def _cluster(self) -> None:
         if self.s.cluster_id:
             self.add("cluster-id", Status.PASS,
-                     f"/cluster/id is {self.s.cluster_id}; format the KRaft controllers "
-                                                "with this cluster id")
+                     f"/cluster/id is {self.s.cluster_id}; format the KRaft controllers with this cluster id")
         else:
             self.add("cluster-id", Status.FAIL,
-                     "/cluster/id is missing: the KRaft controllers need the ZooKeeper "
-                                                "cluster's id")
+                     "/cluster/id is missing: the KRaft controllers need the ZooKeeper cluster's id")
 
     def _controller(self) -> None:
         if self.s.controller_epoch is None:
             self.add("controller-epoch", Status.FAIL,
-                     "/controller_epoch is missing: a KRaft controller cannot "
-                                                      "claim the controllership")
+                     "/controller_epoch is missing: a KRaft controller cannot claim the controllership")
         else:
             self.add("controller-epoch", Status.PASS, f"/controller_epoch is {self.s.controller_epoch}")
 
@@ -208,17 +204,17 @@ class _Checker:
             self.add("registration-version", Status.PASS,
                      f"broker registration JSON version {'/'.join(map(str, versions))}")
 
-    def _fact_sources(self) -> tuple[dict[int, tuple[bool, str | None, str]], list[int]]:
-        """Per broker: (flag, ibp, where from); and brokers with no source."""
-        known: dict[int, tuple[bool, str | None, str]] = {}
+    def _fact_sources(self) -> tuple[dict[int, tuple[bool, str | None]], list[int]]:
+        """Per broker: (migration flag, IBP) from its v6 registration or its server.properties; and the
+        brokers with neither."""
+        known: dict[int, tuple[bool, str | None]] = {}
         unknown = []
         for b in sorted(self.s.brokers):
             z = self.s.brokers[b]
             if z.migration is not None:
-                known[b] = (z.migration.is_ready, z.migration.ibp, "registration v6")
+                known[b] = (z.migration.is_ready, z.migration.ibp)
             elif b in self.configs:
-                c = self.configs[b]
-                known[b] = (c.migration_enabled, c.ibp, c.source)
+                known[b] = (self.configs[b].migration_enabled, self.configs[b].ibp)
             else:
                 unknown.append(b)
         return known, unknown
@@ -226,7 +222,7 @@ class _Checker:
     def _ibp(self) -> None:
         known, unknown = self._fact_sources()
         low, bad, defaulted = [], [], []
-        for b, (_, ibp, _src) in known.items():
+        for b, (_, ibp) in known.items():
             if ibp is None:
                 defaulted.append(b)
                 continue
@@ -238,9 +234,10 @@ class _Checker:
             if mv is None or mv < MINIMUM_IBP:
                 low.append(f"{b} ({ibp})")
         if low or bad:
-            self.add("inter-broker-protocol", Status.FAIL, f"{IBP} must be {MINIMUM_IBP} or later: " +
-                     "; ".join(([f"below on {_few(low)}"] if low else []) + ([f"not a version on {_few(bad)}"]
-                                                                            if bad else [])))
+            problems = [f"below on {_few(low)}"] if low else []
+            problems += [f"not a version on {_few(bad)}"] if bad else []
+            self.add("inter-broker-protocol", Status.FAIL,
+                     f"{IBP} must be {MINIMUM_IBP} or later: " + "; ".join(problems))
         elif unknown or defaulted:
             self.add("inter-broker-protocol", Status.UNKNOWN,
                      f"{IBP} of brokers {_ids(unknown + defaulted)} is not "
@@ -251,7 +248,7 @@ class _Checker:
 
     def _flag(self) -> None:
         known, unknown = self._fact_sources()
-        off = [b for b, (flag, _, _) in known.items() if not flag]
+        off = [b for b, (flag, _) in known.items() if not flag]
         if off:
             self.add("migration-enabled", Status.FAIL, f"{MIGRATION_FLAG} is not true on brokers {_ids(off)}")
         elif unknown:
