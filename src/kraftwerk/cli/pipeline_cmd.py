@@ -1,12 +1,12 @@
-"""``kraftwerk pipeline scan|upconvert|zk-readiness``: find and rewrite message format v0/v1 data
-across a fleet, and check a fleet of ZooKeeper clusters for a KIP-866 migration.
+"""``kraftwerk pipeline scan|upconvert|readiness|zk-readiness``: find and rewrite message format v0/v1
+data across a fleet; the fleet's upgrade-readiness report (:mod:`kraftwerk.cli.readiness_cmd`) and
+its KIP-866 readiness (:mod:`kraftwerk.cli.zk_readiness_cmd`).
 
-All three run on Spark (``--master``, default ``local[*]``; ``--conf`` settings as spark-submit
-takes them) or, with ``--no-spark``, in this process through the same storage- and migration-layer
-functions. ``--print-spark-submit`` prints the ``spark-submit`` command that runs the same job on a
-cluster's own Spark. Missing or locked log dirs and corrupt segments are reported and skipped, never
-fatal to the rest of the run; the exit code is 1 when anything was skipped (for zk-readiness: when
-a cluster is not ready) so scripts notice.
+The commands run on Spark (``--master``, default ``local[*]``; ``--conf`` settings as spark-submit
+takes them) or, with ``--no-spark``, in this process through the same storage-layer functions.
+``--print-spark-submit`` prints the ``spark-submit`` command that runs the same job on a cluster's
+own Spark. Missing or locked log dirs and corrupt segments are reported and skipped, never fatal to
+the rest of the run; the exit code is 1 when anything was skipped so scripts notice.
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ def register(groups: Any) -> None:
         "scan", help="find v0/v1 message format data in log dirs",
         description="Scan every segment of the log dirs, write the batch table as Parquet and print a "
                     "summary per topic-partition (v0/v1 bytes, batches, records, offsets, corrupt batches).")
-    _common(scan)
+    log_dirs_option(scan)
+    spark_options(scan)
     scan.add_argument("--out", required=True, type=output_dir, metavar="DIR",
                       help="directory for batches/ (Parquet) and summary.json")
     scan.set_defaults(func=run_scan)
@@ -57,7 +58,8 @@ def register(groups: Any) -> None:
         description="Rewrite every segment that holds message format v0/v1 batches as v2, keeping offsets, "
                     "verifying the result before anything is replaced. Segments with only v2 data are not "
                     "touched; a second run changes nothing.")
-    _common(up)
+    log_dirs_option(up)
+    spark_options(up)
     where = up.add_mutually_exclusive_group()
     where.add_argument("--out", type=output_dir, metavar="DIR",
                        help="write converted segments under DIR/<log dir>/<partition>/")
@@ -67,27 +69,22 @@ def register(groups: Any) -> None:
     up.add_argument("--dry-run", action="store_true", help="report what would be converted, change nothing")
     up.set_defaults(func=run_upconvert)
 
-    zk = commands.add_parser(
-        "zk-readiness", help="KIP-866 readiness of a fleet of ZooKeeper clusters, from their dumps",
-        description="Read the ZooKeeper dumps (`kraftwerk migration dump` files, *.jsonl) under the "
-                    "directories and write one row per cluster: ready or not, the blockers, warnings, "
-                    "sizes and the estimated number of migration records, as Parquet (readiness/) and "
-                    "JSON (readiness.json).")
-    zk.add_argument("--dumps", required=True, nargs="+", type=dir_list, metavar="DIR",
-                    help="directories holding dump files (space or comma separated)")
-    zk.add_argument("--out", required=True, type=output_dir, metavar="DIR",
-                    help="directory for readiness/ (Parquet) and readiness.json")
-    _spark_options(zk)
-    zk.set_defaults(func=run_zk_readiness)
+    from kraftwerk.cli.readiness_cmd import register as register_readiness
+    from kraftwerk.cli.zk_readiness_cmd import register as register_zk_readiness
+
+    register_readiness(commands)
+    register_zk_readiness(commands)
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--log-dirs", required=True, nargs="+", type=dir_list, metavar="DIR",
-                   help="broker log directories (space or comma separated, like log.dirs)")
-    _spark_options(p)
+def log_dirs_option(p: argparse.ArgumentParser, *, required: bool = True,
+                    help_text: str | None = None) -> None:
+    p.add_argument("--log-dirs", required=required, nargs="+", type=dir_list, metavar="DIR",
+                   help=help_text or "broker log directories (space or comma separated, like log.dirs)")
 
 
-def _spark_options(p: argparse.ArgumentParser) -> None:
+def spark_options(p: argparse.ArgumentParser) -> None:
+    """Where the job runs (``--master``, ``--conf``, ``--no-spark``, ``--print-spark-submit``), Spark's
+    own log, and ``--output``."""
     p.add_argument("--master", type=spark_master, default=None,
                    help=f"Spark master URL (default {DEFAULT_MASTER}; under spark-submit: its master)")
     p.add_argument("--conf", action="append", type=key_value, default=[], metavar="KEY=VALUE",
@@ -103,20 +100,21 @@ def _spark_options(p: argparse.ArgumentParser) -> None:
     add_output_flag(p)
 
 
-def _path(raw: str | Path) -> Path:
+def absolute_path(raw: str | Path) -> Path:
     """A local path or a file:// URL (both checked by the option's type), made absolute: executors
     get the same string."""
     return Path(local_path(str(raw))).absolute()
 
 
-def _log_dirs(raw: Sequence[str], option: str = "--log-dirs") -> list[str]:
+def dir_paths(raw: Sequence[str], option: str = "--log-dirs") -> list[str]:
+    """The directories of a ``log.dirs``-like option, absolute."""
     dirs = [d for part in raw for d in part.split(",") if d]
     if not dirs:
         raise UsageError(f"{option} needs at least one directory")
-    return [str(_path(d)) for d in dirs]
+    return [str(absolute_path(d)) for d in dirs]
 
 
-def _spark_submit(args: argparse.Namespace, job: list[str]) -> int:
+def print_spark_submit(args: argparse.Namespace, job: list[str]) -> int:
     """Print the spark-submit command running ``kraftwerk pipeline <command> <job>`` in the submitted
     driver: the executors' Python as this run would choose it, this interpreter for the driver."""
     import kraftwerk.cli.spark_submit as entry
@@ -137,16 +135,16 @@ def _spark_submit(args: argparse.Namespace, job: list[str]) -> int:
     return 0
 
 
-def _split_existing(dirs: list[str]) -> tuple[list[str], list[str]]:
+def split_existing(dirs: list[str]) -> tuple[list[str], list[str]]:
     present = [d for d in dirs if Path(d).is_dir()]
     return present, [d for d in dirs if d not in present]
 
 
-def _tty() -> bool:
+def tty() -> bool:
     return sys.stderr.isatty()
 
 
-def _spark_log(args: argparse.Namespace, out: Path | None) -> Path | None:
+def spark_log_file(args: argparse.Namespace, out: Path | None) -> Path | None:
     """Where Spark's own output goes: nowhere special with --verbose, else ``spark.log`` of the
     report directory ``out`` (or of the temporary directory: an up-conversion's ``--out`` is a
     log dir tree, which must hold the converted segments and nothing else)."""
@@ -160,24 +158,24 @@ def _spark_log(args: argparse.Namespace, out: Path | None) -> Path | None:
 # ---------------------------------------------------------------------- scan
 
 def run_scan(args: argparse.Namespace) -> int:
-    dirs = _log_dirs(args.log_dirs)
-    out = _path(args.out)
-    present, missing = _split_existing(dirs)
+    dirs = dir_paths(args.log_dirs)
+    out = absolute_path(args.out)
+    present, missing = split_existing(dirs)
     if not present:
         raise ScanError("none of the log directories exists: " + ", ".join(dirs))
     if args.print_spark_submit:
-        return _spark_submit(args, ["--log-dirs", *dirs, "--out", str(out)])
+        return print_spark_submit(args, ["--log-dirs", *dirs, "--out", str(out)])
     for d in missing:
         print(f"Log directory {d} does not exist or is not a directory; skipped", file=sys.stderr)
     start = time.monotonic()
-    with status(f"Scanning {len(present)} log dirs", _tty()):
+    with status(f"Scanning {len(present)} log dirs", tty()):
         if args.no_spark:
-            summaries = _scan_local(present, out)
+            summaries = scan_local(present, out)
         else:
             from kraftwerk.spark.jobs import scan_job
             from kraftwerk.spark.quiet import quiet_session
 
-            with quiet_session(args.master, _spark_log(args, out), dict(args.conf)) as spark:
+            with quiet_session(args.master, spark_log_file(args, out), dict(args.conf)) as spark:
                 summaries = scan_job(spark, present, out).summaries
     elapsed = time.monotonic() - start
     tot = totals(summaries)
@@ -191,7 +189,7 @@ def run_scan(args: argparse.Namespace) -> int:
     return 1 if missing else 0
 
 
-def _scan_local(log_dirs: list[str], out: Path) -> list[PartitionSummary]:
+def scan_local(log_dirs: list[str], out: Path) -> list[PartitionSummary]:
     """The no-Spark scan: the same rows, written with pyarrow, summarized in Python."""
     try:
         import pyarrow.parquet as pq  # type: ignore[import-untyped]
@@ -245,16 +243,16 @@ def _print_scan(summaries: list[PartitionSummary], tot: dict[str, int], dirs: li
 def run_upconvert(args: argparse.Namespace) -> int:
     if not args.in_place and args.out is None and not args.dry_run:
         raise UsageError("upconvert needs --out DIR or --in-place (or --dry-run)")
-    dirs = _log_dirs(args.log_dirs)
-    if not _split_existing(dirs)[0]:  # before a Spark session is started for nothing
+    dirs = dir_paths(args.log_dirs)
+    if not split_existing(dirs)[0]:  # before a Spark session is started for nothing
         raise ScanError("none of the log directories exists: " + ", ".join(dirs))
-    out = None if args.out is None else _path(args.out)
+    out = None if args.out is None else absolute_path(args.out)
     if args.print_spark_submit:
         job = ["--log-dirs", *dirs] + (["--out", str(out)] if out else []) + (
             ["--in-place"] if args.in_place else []) + (["--dry-run"] if args.dry_run else [])
-        return _spark_submit(args, job)
+        return print_spark_submit(args, job)
     start = time.monotonic()
-    with status("Up-converting", _tty()) as update:
+    with status("Up-converting", tty()) as update:
 
         def progress(done: int, total: int) -> None:
             update(f"Up-converting: {done} of {total} partitions done")
@@ -266,7 +264,7 @@ def run_upconvert(args: argparse.Namespace) -> int:
             from kraftwerk.spark.jobs import upconvert_job
             from kraftwerk.spark.quiet import quiet_session
 
-            with quiet_session(args.master, _spark_log(args, None), dict(args.conf)) as spark:
+            with quiet_session(args.master, spark_log_file(args, None), dict(args.conf)) as spark:
                 outcomes = upconvert_job(spark, dirs, in_place=args.in_place, out_dir=out,
                                          dry_run=args.dry_run, progress=progress)
     elapsed = time.monotonic() - start
@@ -302,67 +300,3 @@ def _print_upconvert(outcomes: list[SegmentOutcome], counts: dict[str, int], dry
           f"only v2 data and were not touched; {counts[Status.CORRUPT.value]} corrupt, "
           f"{counts[Status.FAILED.value]} failed, {counts[Status.LOCKED.value]} log dirs locked, "
           f"{counts[Status.MISSING.value]} missing")
-
-
-# ---------------------------------------------------------------------- zk-readiness
-
-def run_zk_readiness(args: argparse.Namespace) -> int:
-    from kraftwerk.migration.errors import DumpError
-    from kraftwerk.migration.fleet import discover_dumps, dump_file_row
-
-    dirs = _log_dirs(args.dumps, "--dumps")
-    out = _path(args.out)
-    dumps = discover_dumps(dirs)
-    if not dumps:
-        raise DumpError("no migration dump files (*.jsonl) under " + ", ".join(dirs))
-    if args.print_spark_submit:
-        return _spark_submit(args, ["--dumps", *dirs, "--out", str(out)])
-    start = time.monotonic()
-    with status(f"Checking {len(dumps)} ZooKeeper dumps", _tty()):
-        if args.no_spark:
-            rows = [dump_file_row(d) for d in dumps]
-            _write_readiness_parquet(rows, out)
-        else:
-            from kraftwerk.spark.quiet import quiet_session
-            from kraftwerk.spark.zk_source import zk_readiness_job
-
-            with quiet_session(args.master, _spark_log(args, out), dict(args.conf)) as spark:
-                rows = zk_readiness_job(spark, dirs, out)
-    elapsed = time.monotonic() - start
-    doc = {"dumps": dirs, "out": str(out), "seconds": round(elapsed, 3), "clusters": len(rows),
-           "ready": sum(1 for r in rows if r["ready"]), "table": rows}
-    atomic_write(out / "readiness.json", json.dumps(doc, indent=1).encode())
-    if args.output == "json":
-        print_json(doc)
-    else:
-        _print_readiness(rows, out, elapsed)
-    return 0 if all(r["ready"] for r in rows) else 1
-
-
-def _write_readiness_parquet(rows: list[dict[str, Any]], out: Path) -> None:
-    """The no-Spark table: the same rows as Spark writes, in one Parquet file."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from kraftwerk.migration.fleet import FLEET_COLUMNS
-
-    types = {"string": pa.string(), "boolean": pa.bool_(), "int": pa.int32(), "bigint": pa.int64(),
-             "array<string>": pa.list_(pa.string())}
-    schema = pa.schema([(n, types[t]) for n, t in FLEET_COLUMNS])
-    target = out / "readiness"
-    target.mkdir(parents=True, exist_ok=True)
-    for old in target.glob("*.parquet"):
-        old.unlink()
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), str(target / "part-00000.parquet"))
-
-
-def _print_readiness(rows: list[dict[str, Any]], out: Path, elapsed: float) -> None:
-    for r in rows:
-        state = "ready" if r["ready"] else f"NOT ready ({len(r['blockers'])} blockers)"
-        print(f"{r['dump']}: cluster {r['cluster_id'] or '-'} {state}; {r['brokers']} brokers, {r['topics']} "
-              f"topics, {r['partitions']} partitions, about {r['estimated_records']} migration records")
-        for b in r["blockers"]:
-            print(f"  {b}")
-    ready = sum(1 for r in rows if r["ready"])
-    print(f"Checked {len(rows)} clusters in {elapsed:.1f}s: {ready} ready, {len(rows) - ready} not ready")
-    print(f"Readiness table: {out / 'readiness'} (Parquet); {out / 'readiness.json'}")
