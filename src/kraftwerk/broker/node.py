@@ -22,7 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kraftwerk.config import ConfigSource, is_sensitive, static_configs_to_report
+from kraftwerk.broker.admin import alter_broker_loggers, describe_topic_partitions_body, logger_levels
+from kraftwerk.config import ConfigResourceType, static_configs_to_report
 from kraftwerk.controller import features as fc
 from kraftwerk.controller.common import (
     ImageReplayer,
@@ -31,6 +32,7 @@ from kraftwerk.controller.common import (
     finalized_levels,
     shape_response,
 )
+from kraftwerk.controller.configs import describe_configs
 from kraftwerk.controller.effects import (
     Body,
     CloseClientConnections,
@@ -41,18 +43,21 @@ from kraftwerk.controller.effects import (
 )
 from kraftwerk.controller.errors import FatalFaultError
 from kraftwerk.controller.quorum import (
+    ADMIN_WRITE_API_KEYS,
+    ALTER_CONFIGS,
     API_VERSIONS,
     BROKER_HEARTBEAT,
     BROKER_REGISTRATION,
     DESCRIBE_CLUSTER,
     DESCRIBE_CONFIGS,
+    INCREMENTAL_ALTER_CONFIGS,
     METADATA,
     UNREGISTER_BROKER,
     UPDATE_FEATURES,
     _pick_listener,
     describe_cluster_brokers,
 )
-from kraftwerk.image.model import ConfigResource, ConfigResourceType, Endpoint, MetadataImage
+from kraftwerk.image.model import Endpoint, MetadataImage
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.protocol.registry import by_api_key
@@ -61,9 +66,11 @@ from kraftwerk.versions.software import SoftwareVersion
 
 log = logging.getLogger(__name__)
 
-BROKER_API_KEYS = (METADATA, API_VERSIONS, DESCRIBE_CONFIGS, UPDATE_FEATURES, DESCRIBE_CLUSTER)
-"""What :meth:`BrokerNode.handle_request` answers (UpdateFeatures by forwarding)."""
-FORWARDED_API_KEYS = frozenset({UPDATE_FEATURES})
+DESCRIBE_TOPIC_PARTITIONS = 75
+BROKER_API_KEYS = (METADATA, API_VERSIONS, DESCRIBE_CONFIGS, UPDATE_FEATURES, DESCRIBE_CLUSTER,
+                   DESCRIBE_TOPIC_PARTITIONS, *ADMIN_WRITE_API_KEYS)
+"""What :meth:`BrokerNode.handle_request` answers (UpdateFeatures and the admin writes by forwarding)."""
+FORWARDED_API_KEYS = frozenset({UPDATE_FEATURES, *ADMIN_WRITE_API_KEYS})
 
 
 class BrokerState(enum.Enum):
@@ -77,33 +84,6 @@ class BrokerState(enum.Enum):
     RUNNING = 3
     PENDING_CONTROLLED_SHUTDOWN = 6
     SHUTTING_DOWN = 7
-
-
-DEFAULT_BROKER_CONFIGS: Mapping[str, str] = {
-    "auto.create.topics.enable": "true",
-    "compression.type": "producer",
-    "default.replication.factor": "1",
-    "log.cleanup.policy": "delete",
-    "log.retention.bytes": "-1",
-    "log.retention.hours": "168",
-    "log.segment.bytes": "1073741824",
-    "message.max.bytes": "1048588",
-    "min.insync.replicas": "1",
-    "num.partitions": "1",
-    "unclean.leader.election.enable": "false",
-}
-"""A few of Kafka's broker defaults (what DescribeConfigs reports as DEFAULT_CONFIG)."""
-
-TOPIC_DEFAULTS_FROM_BROKER: Mapping[str, str] = {
-    "cleanup.policy": "log.cleanup.policy",
-    "compression.type": "compression.type",
-    "max.message.bytes": "message.max.bytes",
-    "min.insync.replicas": "min.insync.replicas",
-    "retention.bytes": "log.retention.bytes",
-    "segment.bytes": "log.segment.bytes",
-    "unclean.leader.election.enable": "unclean.leader.election.enable",
-}
-"""Topic config → the broker config that supplies its default (Kafka's synonyms)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +132,6 @@ class BrokerNode:
         max_backoff_ms: int = 10_000,
         request_timeout_ms: int = 30_000,
         static_configs: Mapping[str, str] | None = None,
-        default_configs: Mapping[str, str] | None = None,
         snapshot_on_version_change: bool = True,
         api_versions: Mapping[int, tuple[int, int]] | None = None,
     ) -> None:
@@ -170,7 +149,6 @@ class BrokerNode:
         self.max_backoff_ms = max_backoff_ms
         self.request_timeout_ms = request_timeout_ms
         self.static_configs = dict(static_configs or {})
-        self.default_configs = {**DEFAULT_BROKER_CONFIGS, **(default_configs or {})}
         self._api_ranges = (
             dict(api_versions) if api_versions is not None else declared_api_ranges(BROKER_API_KEYS)
         )
@@ -509,6 +487,8 @@ class BrokerNode:
         listener_name: str | None = None,
     ) -> Respond | Forward:
         """Answer a client request from the image, or forward it to the controller."""
+        if api_key in (ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS) and _only_broker_loggers(body):
+            return Respond(alter_broker_loggers(self.node_id, body, incremental=api_key == INCREMENTAL_ALTER_CONFIGS))
         if api_key in FORWARDED_API_KEYS:
             return Forward(api_key, version, dict(body))
         if api_key == API_VERSIONS:
@@ -521,7 +501,10 @@ class BrokerNode:
         if api_key == DESCRIBE_CLUSTER:
             return Respond(self.describe_cluster_body(version, body, listener_name))
         if api_key == DESCRIBE_CONFIGS:
-            return Respond(self.describe_configs_body(version, body))
+            return Respond(describe_configs(self.image, self.node_id, self.static_configs, version, body,
+                                            logger_levels()))
+        if api_key == DESCRIBE_TOPIC_PARTITIONS:
+            return Respond(describe_topic_partitions_body(self.image, body, set(self._alive_broker_ids())))
         spec = by_api_key(Kind.RESPONSE, api_key)
         from kraftwerk.protocol import codec
 
@@ -642,121 +625,8 @@ class BrokerNode:
             name,
         )
 
-    # ------------------------------------------------------------------ DescribeConfigs
 
-    def describe_configs_body(self, version: int, body: Mapping[str, Any]) -> Body:
-        results = []
-        for res in body.get("resources") or ():
-            rtype, rname = res["resourceType"], res["resourceName"]
-            keys = res.get("configurationKeys")
-            try:
-                entries = self._config_entries(rtype, rname)
-            except _ConfigError as err:
-                results.append(
-                    {
-                        "errorCode": err.error.code,
-                        "errorMessage": err.message,
-                        "resourceType": rtype,
-                        "resourceName": rname,
-                        "configs": [],
-                    }
-                )
-                continue
-            configs = []
-            for cname, (value, source, synonyms) in sorted(entries.items()):
-                if keys is not None and cname not in keys:
-                    continue
-                sensitive = is_sensitive(rtype, cname)
-                entry = {
-                    "name": cname,
-                    "value": None if sensitive else value,
-                    "readOnly": rtype == ConfigResourceType.BROKER
-                    and source is not ConfigSource.DYNAMIC_BROKER_CONFIG,
-                    "isDefault": source is ConfigSource.DEFAULT_CONFIG,
-                    "configSource": int(source),
-                    "isSensitive": sensitive,
-                    "synonyms": [
-                        {"name": n, "value": None if sensitive else v, "source": int(s)}
-                        for n, v, s in synonyms
-                    ]
-                    if body.get("includeSynonyms")
-                    else [],
-                    "configType": 0,
-                    "documentation": None,
-                }
-                configs.append(entry)
-            results.append(
-                {
-                    "errorCode": 0,
-                    "errorMessage": None,
-                    "resourceType": rtype,
-                    "resourceName": rname,
-                    "configs": configs,
-                }
-            )
-        return {"throttleTimeMs": 0, "results": results}
-
-    def _config_entries(self, rtype: int, rname: str) -> dict[str, tuple[str, ConfigSource, list[Any]]]:
-        image = self.image
-        default_dyn = image.configs.get(ConfigResource(ConfigResourceType.BROKER, ""), {})
-        if rtype == ConfigResourceType.BROKER:
-            if rname not in ("", str(self.node_id)):
-                raise _ConfigError(
-                    Errors.INVALID_REQUEST,
-                    f"Unexpected broker id, expected {self.node_id} or empty string, but received {rname}",
-                )
-            layers: list[tuple[Mapping[str, str], ConfigSource]] = []
-            if rname:
-                layers.append(
-                    (
-                        image.configs.get(ConfigResource(ConfigResourceType.BROKER, rname), {}),
-                        ConfigSource.DYNAMIC_BROKER_CONFIG,
-                    )
-                )
-            layers += [
-                (default_dyn, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
-                (self.static_configs, ConfigSource.STATIC_BROKER_CONFIG),
-                (self.default_configs, ConfigSource.DEFAULT_CONFIG),
-            ]
-            out: dict[str, tuple[str, ConfigSource, list[Any]]] = {}
-            names = sorted({n for layer, _ in layers for n in layer})
-            for n in names:
-                syn = [(n, layer[n], src) for layer, src in layers if n in layer]
-                out[n] = (syn[0][1], syn[0][2], syn)
-            return out
-        if rtype == ConfigResourceType.TOPIC:
-            if rname not in image.topics.by_name:
-                raise _ConfigError(
-                    Errors.UNKNOWN_TOPIC_OR_PARTITION, "The topic '" + rname + "' does not exist."
-                )
-            topic_cfg = image.configs.get(ConfigResource(ConfigResourceType.TOPIC, rname), {})
-            out = {}
-            for tname, bname in TOPIC_DEFAULTS_FROM_BROKER.items():
-                tsyn: list[Any] = []
-                if tname in topic_cfg:
-                    tsyn.append((tname, topic_cfg[tname], ConfigSource.DYNAMIC_TOPIC_CONFIG))
-                for layer, src in (
-                    (default_dyn, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
-                    (self.static_configs, ConfigSource.STATIC_BROKER_CONFIG),
-                    (self.default_configs, ConfigSource.DEFAULT_CONFIG),
-                ):
-                    if bname in layer:
-                        tsyn.append((bname, layer[bname], src))
-                if tsyn:
-                    out[tname] = (tsyn[0][1], tsyn[0][2], tsyn)
-            for tname, value in topic_cfg.items():
-                if tname not in out:
-                    out[tname] = (
-                        value,
-                        ConfigSource.DYNAMIC_TOPIC_CONFIG,
-                        [(tname, value, ConfigSource.DYNAMIC_TOPIC_CONFIG)],
-                    )
-            return out
-        raise _ConfigError(Errors.INVALID_REQUEST, f"Unsupported resource type {rtype}")
-
-
-class _ConfigError(Exception):
-    def __init__(self, error: Errors, message: str) -> None:
-        super().__init__(message)
-        self.error = error
-        self.message = message
+def _only_broker_loggers(body: Mapping[str, Any]) -> bool:
+    """Whether a config change names BROKER_LOGGER resources only (the broker applies those itself)."""
+    resources = body.get("resources") or ()
+    return bool(resources) and all(r["resourceType"] == ConfigResourceType.BROKER_LOGGER for r in resources)

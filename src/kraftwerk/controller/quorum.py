@@ -12,11 +12,13 @@ Time comes in as ``now_ms``; nothing here reads a clock, a socket or a file.
 from __future__ import annotations
 
 import logging
+import random
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kraftwerk.config import BrokerConfigLayers, parse_broker_config
 from kraftwerk.controller import features as fc
 from kraftwerk.controller.common import (
     ImageReplayer,
@@ -27,8 +29,10 @@ from kraftwerk.controller.common import (
     finalized_levels,
     shape_response,
 )
+from kraftwerk.controller.configs import ConfigControl, alter_error_body, describe_configs
 from kraftwerk.controller.effects import AppendThenRespond, Body, Effect, Respond
 from kraftwerk.controller.errors import ApiError, FatalFaultError
+from kraftwerk.controller.topics import TopicControl, TopicDefaults, topics_error_body
 from kraftwerk.image.model import (
     BrokerRegistration,
     ConfigResource,
@@ -58,7 +62,12 @@ log = logging.getLogger(__name__)
 
 API_VERSIONS = 18
 METADATA = 3
+CREATE_TOPICS = 19
+DELETE_TOPICS = 20
 DESCRIBE_CONFIGS = 32
+ALTER_CONFIGS = 33
+CREATE_PARTITIONS = 37
+INCREMENTAL_ALTER_CONFIGS = 44
 UPDATE_FEATURES = 57
 ENVELOPE = 58
 DESCRIBE_CLUSTER = 60
@@ -80,8 +89,16 @@ CONTROLLER_API_KEYS = (
     BROKER_HEARTBEAT,
     UNREGISTER_BROKER,
     CONTROLLER_REGISTRATION,
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    CREATE_PARTITIONS,
+    DESCRIBE_CONFIGS,
+    ALTER_CONFIGS,
+    INCREMENTAL_ALTER_CONFIGS,
 )
 """The controller RPCs :meth:`QuorumController.handle_request` answers."""
+ADMIN_WRITE_API_KEYS = (CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS)
+"""The topic and config writes brokers forward to the active controller."""
 
 ACTIVATION_SOURCE_DEFAULT = "the default bootstrap"
 
@@ -212,8 +229,13 @@ class QuorumController:
         snapshot_on_version_change: bool = True,
         default_min_isr: int = 1,
         api_versions: Mapping[int, tuple[int, int]] | None = None,
+        static_configs: Mapping[str, str] | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.node_id = node_id
+        self.static_configs = dict(static_configs or {})
+        """This node's ``server.properties`` (the topic defaults it validates and places with)."""
+        self.rng = rng if rng is not None else random.Random(incarnation_id.int)
         self.cluster_id = cluster_id
         self.software = software
         self.voters = tuple(voters)
@@ -453,6 +475,8 @@ class QuorumController:
             return Respond(self.describe_cluster_body(version, body))
         if api_key == ENVELOPE:
             return self._envelope(body, now_ms)
+        if api_key == DESCRIBE_CONFIGS:
+            return Respond(describe_configs(self.image, self.node_id, self.static_configs, version, body))
         if not self._active or self.image.metadata_version is None:
             # Until the bootstrap records commit, an active controller cannot judge any request.
             return Respond(not_controller_body(api_key, version, body))
@@ -467,9 +491,45 @@ class QuorumController:
                 return self._register_controller(body)
             if api_key == UNREGISTER_BROKER:
                 return self._unregister_broker(body)
+            if api_key in ADMIN_WRITE_API_KEYS:
+                return self._admin_write(api_key, version, body)
         except ApiError as err:
             return Respond(error_body(api_key, version, err.error, err.text, body))
         return Respond(error_body(api_key, version, Errors.UNSUPPORTED_VERSION, None, body))
+
+    # ------------------------------------------------------------------ topics and configs
+
+    def config_layers(self) -> BrokerConfigLayers:
+        """This node's ``server.properties`` under the image's cluster-default dynamic configs."""
+        return BrokerConfigLayers(
+            static=self.static_configs,
+            cluster_default=self.image.configs.get(ConfigResource(ConfigResourceType.BROKER, ""), {}),
+        )
+
+    def _admin_write(self, api_key: int, version: int, body: Mapping[str, Any]) -> Respond | AppendThenRespond:
+        """CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs."""
+        layers = self.config_layers()
+        if api_key in (CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS):
+            parsed = parse_broker_config(self.static_configs)
+            defaults = TopicDefaults(parsed.integer("num.partitions"), parsed.integer("default.replication.factor"))
+            topics = TopicControl(self.image, self.rng, layers, defaults)
+            if api_key == CREATE_TOPICS:
+                records, response = topics.create_topics(body)
+            elif api_key == DELETE_TOPICS:
+                records, response = topics.delete_topics(version, body)
+            else:
+                records, response = topics.create_partitions(body)
+            refusal = topics_error_body(api_key, version, Errors.NOT_CONTROLLER, None, body)
+        else:
+            configs = ConfigControl(self.image, layers, self.voters)
+            if api_key == ALTER_CONFIGS:
+                records, response = configs.alter_configs(body)
+            else:
+                records, response = configs.incremental_alter_configs(body)
+            refusal = alter_error_body(Errors.NOT_CONTROLLER, None, body)
+        if not records:
+            return Respond(response)
+        return AppendThenRespond(tuple(records), response, atomic=True, not_controller_body=refusal)
 
     # ------------------------------------------------------------------ DescribeCluster
 
@@ -907,6 +967,8 @@ class QuorumController:
             DESCRIBE_CLUSTER,
             API_VERSIONS,
             UNREGISTER_BROKER,
+            DESCRIBE_CONFIGS,
+            *ADMIN_WRITE_API_KEYS,
         ):
             return Respond({"responseData": None, "errorCode": Errors.INVALID_REQUEST.code})
         if not self._active:
@@ -1037,6 +1099,10 @@ def error_body(
         }
     if api_key in (CONTROLLER_REGISTRATION, UNREGISTER_BROKER):
         return {"throttleTimeMs": 0, "errorCode": error.code, "errorMessage": message}
+    if api_key in (CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS):
+        return topics_error_body(api_key, version, error, message, body)
+    if api_key in (ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS):
+        return alter_error_body(error, message, body)
     if api_key == DESCRIBE_CLUSTER:
         return {
             "throttleTimeMs": 0,
