@@ -1,0 +1,80 @@
+"""Topics end to end on ``cluster up``: kafka-python's and confluent-kafka's admin clients create,
+describe, grow and delete topics through the brokers, which forward the writes to the active
+controller; Kafka's errors come back unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from kraftwerk.runtime.local_cluster import LocalCluster
+from tests.cluster.helpers import cluster_up
+
+pytestmark = [pytest.mark.cluster, pytest.mark.interop, pytest.mark.timeout(180)]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    with cluster_up(tmp_path_factory.mktemp("topics"), "--controllers", "1", "--brokers", "3") as up:
+        yield up
+
+
+def test_kafka_python_topics(cluster: LocalCluster) -> None:
+    from kafka.admin import KafkaAdminClient, NewPartitions, NewTopic
+    from kafka.errors import InvalidReplicationFactorError, TopicAlreadyExistsError
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, request_timeout_ms=20000)
+    try:
+        admin.create_topics([NewTopic("kp-orders", 3, 2, topic_configs={"retention.ms": "60000"})])
+        described = {t["name"]: t for t in admin.describe_topics(["kp-orders"])}
+        parts = described["kp-orders"]["partitions"]
+        broker_ids = {b.node_id for b in cluster.brokers}
+        assert len(parts) == 3 and all(len(p["replica_nodes"]) == 2 and set(p["replica_nodes"]) <= broker_ids for p in parts)
+        assert len({p["leader_id"] for p in parts}) == 3  # leaders spread over the brokers
+        assert "kp-orders" in admin.list_topics()
+        with pytest.raises(TopicAlreadyExistsError):
+            admin.create_topics([NewTopic("kp-orders", 1, 1)])
+        with pytest.raises(InvalidReplicationFactorError):
+            admin.create_topics([NewTopic("kp-too-wide", 1, 4)])
+        admin.create_partitions({"kp-orders": NewPartitions(5)})
+        assert len(admin.describe_topics(["kp-orders"])[0]["partitions"]) == 5
+        admin.delete_topics(["kp-orders"])
+        assert "kp-orders" not in admin.list_topics()
+    finally:
+        admin.close()
+
+
+def test_confluent_kafka_topics(cluster: LocalCluster) -> None:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    ids = [b.node_id for b in cluster.brokers]
+    futures = admin.create_topics([
+        NewTopic("ck-a", num_partitions=2, replication_factor=3),
+        NewTopic("ck-manual", num_partitions=2, replica_assignment=[[ids[2], ids[0]], [ids[1], ids[2]]]),
+        NewTopic("ck-bad", num_partitions=1, replication_factor=1, config={"segment.bytes": "1"}),
+    ], request_timeout=20)
+    futures["ck-a"].result(timeout=30)
+    futures["ck-manual"].result(timeout=30)
+    with pytest.raises(KafkaException) as refused:
+        futures["ck-bad"].result(timeout=30)
+    error = refused.value.args[0]
+    assert error.name() == "INVALID_CONFIG"
+    assert error.str() == "Invalid value 1 for configuration segment.bytes: Value must be at least 14"
+    validated = admin.create_topics([NewTopic("ck-dry", 1, 1)], validate_only=True)
+    validated["ck-dry"].result(timeout=30)
+    metadata = admin.list_topics(timeout=20)
+    assert "ck-dry" not in metadata.topics
+    manual = metadata.topics["ck-manual"].partitions
+    assert [manual[0].replicas, manual[1].replicas] == [[ids[2], ids[0]], [ids[1], ids[2]]]
+    assert manual[0].leader == ids[2] and sorted(manual[0].isrs) == sorted([ids[2], ids[0]])
+    admin.create_partitions([NewPartitions("ck-a", 3)])["ck-a"].result(timeout=30)
+    with pytest.raises(KafkaException, match="Topic already has 3 partition"):
+        admin.create_partitions([NewPartitions("ck-a", 3)])["ck-a"].result(timeout=30)
+    for future in admin.delete_topics(["ck-a", "ck-manual"], operation_timeout=20).values():
+        future.result(timeout=30)
+    with pytest.raises(KafkaException, match="UNKNOWN_TOPIC_OR_PART"):
+        admin.delete_topics(["ck-a"], operation_timeout=20)["ck-a"].result(timeout=30)
+    assert not {"ck-a", "ck-manual"} & set(admin.list_topics(timeout=20).topics)
