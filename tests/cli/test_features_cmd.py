@@ -1,5 +1,6 @@
-"""``kraftwerk features`` against a fake Kafka node speaking real frames: the golden transcript of
-real ``kafka-features.sh`` output, the UpdateFeatures requests on the wire, parse errors, exit codes."""
+"""``kraftwerk features`` against the production controller and broker cores behind real frames
+(:mod:`tests.cli.inprocess_kafka`): the golden transcript of real ``kafka-features.sh`` output, the
+UpdateFeatures requests on the wire, parse errors, exit codes."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ import pytest
 
 from kraftwerk.cli.features_cmd import describe_line, describe_lines
 from kraftwerk.cli.main import main
+from kraftwerk.controller.features import feature_level_record
 from kraftwerk.runtime.admin_client import FeatureMetadata
-from tests.cli.fake_kafka import FakeKafkaNode, FakeState
+from tests.cli.inprocess_kafka import GOLDEN_FINALIZED, InProcessKafka
 from tests.conftest import golden_path
 
 GOLDEN_NAME = "kafka-features-behaviour.txt"
+BOOTSTRAP_FEATURES_END = 6
+"""BeginTransaction at offset 0, then the six bootstrapped FeatureLevelRecords at 1-6."""
 
 #: The UpdateFeatures each golden command must send: (ValidateOnly, {feature: (level, UpgradeType)}).
 UP, SAFE, UNSAFE = 1, 2, 3
@@ -64,7 +68,8 @@ def _run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str,
 def test_golden_transcript(capsys: pytest.CaptureFixture[str]) -> None:
     blocks = _blocks(golden_path("cli", GOLDEN_NAME))
     assert len(blocks) == len(EXPECTED_WIRE)
-    with FakeKafkaNode() as node:
+    with InProcessKafka() as cluster:
+        node = cluster.node(1)
         for (argv, expected), wire in zip(blocks, EXPECTED_WIRE, strict=True):
             argv = [node.address if a == "127.0.0.1:9092" else a for a in argv]
             before = len(node.of(57))
@@ -87,13 +92,13 @@ def test_golden_transcript(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_describe_padding_is_byte_for_byte(capsys: pytest.CaptureFixture[str]) -> None:
-    """The golden describe block, reproduced from the same ApiVersions data, byte for byte."""
+    """The golden describe block, from a cluster in the same state (transaction.version disabled by
+    the record at offset 99), byte for byte."""
     text = golden_path("cli", GOLDEN_NAME).read_text()
     golden = [line + "\n" for line in text.splitlines() if line.startswith("Feature: ")]
-    state = FakeState(epoch=99)
-    state.finalized["transaction.version"] = 0
-    with FakeKafkaNode(state) as node:
-        code, out, err = _run(capsys, ["--bootstrap-server", node.address, "describe"])
+    with InProcessKafka() as cluster:
+        cluster.log.append([feature_level_record("transaction.version", 0)])
+        code, out, err = _run(capsys, ["--bootstrap-server", cluster.node(1).address, "describe"])
     assert (code, err) == (0, "")
     assert out == "".join(golden)
     assert out.encode() == "".join(golden).encode()
@@ -113,37 +118,34 @@ def test_describe_line_layout() -> None:
 
 
 def test_describe_json_and_node_id(capsys: pytest.CaptureFixture[str]) -> None:
-    with FakeKafkaNode() as node:
+    with InProcessKafka() as cluster:
+        node = cluster.node(1)
         code, out, _ = _run(capsys, ["--bootstrap-server", node.address, "describe", "--node-id", "1",
                                      "--output", "json"])
         assert node.of(60) and node.of(60)[0].body["endpointType"] == 1
+        code7, _, err = _run(capsys, ["--bootstrap-server", node.address, "describe", "--node-id", "7"])
     assert code == 0
     rows = json.loads(out)
     mv = next(r for r in rows if r["feature"] == "metadata.version")
-    assert mv["finalized_level"] == 30 and mv["versions"]["finalized"] == "4.3-IV0" and mv["epoch"] == 98
-    with FakeKafkaNode() as node:
-        code, _, err = _run(capsys, ["--bootstrap-server", node.address, "describe", "--node-id", "7"])
-    assert code == 1 and "No node with id 7" in err
+    assert mv["finalized_level"] == 30 and mv["versions"]["finalized"] == "4.3-IV0"
+    assert mv["epoch"] == BOOTSTRAP_FEATURES_END  # the offset of the bootstrap's last FeatureLevelRecord
+    assert code7 == 1 and "No node with id 7" in err
 
 
 def test_bootstrap_controller_goes_to_active_controller(capsys: pytest.CaptureFixture[str]) -> None:
-    active_state = FakeState(node_id=2)
-    with FakeKafkaNode(active_state) as active:
-        standby_state = FakeState(not_controller=True, controller_id=2,
-                                  nodes=[(1, "127.0.0.1", 1), (2, "127.0.0.1", active.port)])
-        with FakeKafkaNode(standby_state) as standby:
-            code, out, err = _run(capsys, ["--bootstrap-controller", standby.address, "upgrade",
-                                           "--feature", "group.version=1", "--dry-run"])
-            assert standby.of(60)[0].body["endpointType"] == 2
-            assert standby.of(57) == []
+    with InProcessKafka(controllers=(1, 2), brokers=(), leader=2) as cluster:
+        standby, active = cluster.node(1), cluster.node(2)
+        code, out, err = _run(capsys, ["--bootstrap-controller", standby.address, "upgrade",
+                                       "--feature", "group.version=1", "--dry-run"])
+        assert standby.of(60)[0].body["endpointType"] == 2
+        assert standby.of(57) == []
         assert (code, out, err) == (0, "group.version can be upgraded to 1.\n", "")
         assert len(active.of(57)) == 1
 
 
 def test_release_version_downgrade_sends_zero_levels(capsys: pytest.CaptureFixture[str]) -> None:
-    state = FakeState()
-    state.finalized["metadata.version"] = 29
-    with FakeKafkaNode(state) as node:
+    with InProcessKafka(finalized={**GOLDEN_FINALIZED, "metadata.version": 29}) as cluster:
+        node = cluster.node(1)
         code, out, err = _run(capsys, ["--bootstrap-server", node.address, "downgrade",
                                        "--release-version", "4.1", "--dry-run"])
         sent = node.of(57)[0].body
@@ -152,7 +154,8 @@ def test_release_version_downgrade_sends_zero_levels(capsys: pytest.CaptureFixtu
     assert levels["kraft.version"] == (1, SAFE) and levels["share.version"] == (0, SAFE)
     assert code == 0 and err == ""
     assert out.splitlines()[3] == "metadata.version can be downgraded to 27."
-    with FakeKafkaNode(FakeState()) as node:
+    with InProcessKafka() as cluster:
+        node = cluster.node(1)
         _run(capsys, ["--bootstrap-server", node.address, "downgrade", "--release-version", "3.8",
                       "--dry-run"])
         sent = node.of(57)[0].body
@@ -160,8 +163,8 @@ def test_release_version_downgrade_sends_zero_levels(capsys: pytest.CaptureFixtu
 
 
 def test_partial_failure_on_v1_per_feature_results(capsys: pytest.CaptureFixture[str]) -> None:
-    state = FakeState(api_ranges={18: (0, 4), 57: (0, 1), 60: (0, 2)})
-    with FakeKafkaNode(state) as node:
+    with InProcessKafka(api_versions={18: (0, 4), 57: (0, 1), 60: (0, 2)}) as cluster:
+        node = cluster.node(1)
         code, out, err = _run(capsys, ["--bootstrap-server", node.address, "upgrade",
                                        "--feature", "group.version=1", "--feature", "foo.bar=1"])
         assert node.of(57)[0].version == 1
@@ -173,18 +176,19 @@ def test_partial_failure_on_v1_per_feature_results(capsys: pytest.CaptureFixture
 
 
 def test_disable_and_v0_allow_downgrade(capsys: pytest.CaptureFixture[str]) -> None:
-    state = FakeState(api_ranges={18: (0, 2), 57: (0, 0), 60: (0, 0)})
-    with FakeKafkaNode(state) as node:
+    with InProcessKafka(api_versions={18: (0, 2), 57: (0, 0), 60: (0, 0)}) as cluster:
+        node = cluster.node(1)
         code, out, err = _run(capsys, ["--bootstrap-server", node.address, "disable",
                                        "--feature", "share.version"])
         request = node.of(57)[0]
-        assert node.of(18)[0].version == 2  # negotiated down from v4 through UNSUPPORTED_VERSION
+        assert [r.version for r in node.of(18)] == [2]  # negotiated down from v4 (UNSUPPORTED_VERSION)
+        finalized = cluster.finalized()
     assert request.version == 0
     (update,) = request.body["featureUpdates"]
     assert (update["feature"], update["maxVersionLevel"]) == ("share.version", 0)
     assert update["allowDowngrade"] is True
     assert (code, out, err) == (0, "share.version was disabled.\n", "")
-    assert "share.version" not in state.finalized
+    assert "share.version" not in finalized and finalized["group.version"] == 1
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -211,7 +215,8 @@ def test_disable_and_v0_allow_downgrade(capsys: pytest.CaptureFixture[str]) -> N
      "4.2-IV0, 4.2-IV1, 4.3-IV0, 4.4-IV0, 4.4-IV1, 4.4-IV2, 4.5-IV0"),
 ])
 def test_parse_errors_send_nothing(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
-    with FakeKafkaNode() as node:
+    with InProcessKafka() as cluster:
+        node = cluster.node(1)
         code, out, err = _run(capsys, ["--bootstrap-server", node.address, *argv])
         assert node.of(57) == []
     assert (code, out, err) == (1, "", message + "\n")
@@ -224,7 +229,8 @@ def test_bootstrap_flags(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     assert code == 1 and "not allowed with argument --bootstrap-server" in err
     config = tmp_path / "admin.properties"
     config.write_text("client.id=ops\nsasl.mechanism=PLAIN\nrequest.timeout.ms=5000\n")
-    with FakeKafkaNode() as node:
+    with InProcessKafka() as cluster:
+        node = cluster.node(1)
         code, out, err = _run(capsys, ["--bootstrap-server", node.address, "--command-config", str(config),
                                        "describe"])
         assert node.of(18)[0].client_id == "ops"
@@ -238,8 +244,8 @@ def test_bootstrap_flags(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
 
 def test_unreachable_cluster_fails_every_feature(capsys: pytest.CaptureFixture[str],
                                                  tmp_path: Path) -> None:
-    with FakeKafkaNode() as node:
-        port = node.port
+    with InProcessKafka() as cluster:
+        port = cluster.node(1).port
     config = tmp_path / "admin.properties"
     config.write_text("default.api.timeout.ms=300\nretry.backoff.ms=50\n")
     code, out, err = _run(capsys, ["--bootstrap-server", f"127.0.0.1:{port}", "--command-config", str(config),

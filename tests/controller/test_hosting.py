@@ -6,7 +6,11 @@ import logging
 
 import pytest
 
-from kraftwerk.controller.hosting import LeaderWatch, activate, timer_records
+from kraftwerk.controller.effects import WriteSnapshot
+from kraftwerk.controller.features import feature_level_record, noop_record
+from kraftwerk.controller.hosting import LeaderWatch, activate, snapshot_at_batch_end, timer_records
+from kraftwerk.controller.quorum import default_bootstrap_records
+from kraftwerk.versions.metadata_version import MetadataVersion
 from tests.controller.harness import Log, controller
 
 
@@ -64,6 +68,41 @@ def test_activation_bootstraps_an_empty_log_then_idle_noops() -> None:
     noop = timer_records(ctl, 600, 0, 500)
     assert [r.spec.name for r in noop] == ["NoOpRecord"]
     assert timer_records(ctl, 600, 0, 0) == []  # metadata.max.idle.interval.ms=0 disables it
+
+
+def _after_change_snapshot(tail: list[object]) -> tuple[Log, WriteSnapshot]:
+    """A 4.2-IV1 cluster, then one batch upgrading to 4.3-IV0 followed by ``tail``."""
+    log = Log()
+    ctl = controller(bootstrap_records=default_bootstrap_records(MetadataVersion.from_feature_level(29)))
+    log.join(ctl)
+    activation = activate(ctl, ctl.node_id, log.epoch, 0)
+    assert activation is not None
+    log.append(activation.records)
+    effects = log.append([feature_level_record("metadata.version", 30), *tail])  # type: ignore[list-item]
+    after = [e for e in effects if isinstance(e, WriteSnapshot) and "changed" in e.reason]
+    assert len(after) == 1
+    return log, after[0]
+
+
+def test_the_snapshot_after_a_version_change_moves_to_the_batch_end() -> None:
+    """The FeatureLevelRecord sits inside its batch; the snapshot moves to the batch's end, where a
+    node loading it takes the same features epoch as every node that replayed the batch."""
+    log, effect = _after_change_snapshot([feature_level_record("group.version", 1)])
+    ctl = log.controllers[0]
+    assert effect.end_offset == log.end - 1  # right after the metadata.version record: mid-batch
+    moved = snapshot_at_batch_end(effect, ctl.image, ctl.last_committed_offset)
+    assert moved.end_offset == log.end and moved.image is ctl.image
+    loaded = controller(node_id=2)
+    image = loaded.load_snapshot(list(moved.render().encoded()), end_offset=moved.end_offset)
+    assert image.features_epoch == ctl.image.features_epoch == log.end - 1
+    assert dict(image.features.finalized) == dict(ctl.image.features.finalized)
+
+
+def test_the_snapshot_stays_when_moving_it_would_change_the_features_epoch() -> None:
+    log, effect = _after_change_snapshot([noop_record()])
+    ctl = log.controllers[0]
+    assert ctl.image.features_epoch == log.end - 2  # the NoOpRecord does not move it
+    assert snapshot_at_batch_end(effect, ctl.image, ctl.last_committed_offset) is effect
 
 
 def test_a_restarted_former_leader_is_not_active_until_it_wins_again(

@@ -28,7 +28,6 @@ from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.header import encode_request_header
 from kraftwerk.protocol.registry import by_api_key
 from kraftwerk.protocol.schema import Kind
-from kraftwerk.versions import SoftwareVersion
 from kraftwerk.versions.metadata_version import MetadataVersion
 from tests.controller.harness import (
     CLUSTER_ID,
@@ -567,12 +566,16 @@ def test_envelope_forwarded_update_features() -> None:
 def test_bodies_encode_at_every_version() -> None:
     _log, ctl = started(MV.IBP_4_3_IV0)
     for v in range(0, 5):
-        roundtrip(18, v, ctl.handle_request(18, v, {}, 0).body)  # type: ignore[attr-defined]
+        body = roundtrip(18, v, ctl.handle_request(18, v, {}, 0).body)  # type: ignore[attr-defined]
+        assert body["errorCode"] == 0 and {"apiKey": 57, "minVersion": 0, "maxVersion": 2} in body["apiKeys"]
+        if v >= 3:  # the feature fields exist from v3
+            mv = {"name": "metadata.version", "minVersion": 7, "maxVersion": 30}
+            assert mv in body["supportedFeatures"]
+            assert {"name": "metadata.version", "maxVersionLevel": 30, "minVersionLevel": 30} in \
+                body["finalizedFeatures"]
     for v in range(0, 3):
-        roundtrip(60, v, ctl.describe_cluster_body(v, {}))  # type: ignore[attr-defined]
-    sw = SoftwareVersion.latest()
-    assert sw.supported_range("metadata.version") is not None
-    assert CLUSTER_ID
+        body = roundtrip(60, v, ctl.describe_cluster_body(v, {}))  # type: ignore[attr-defined]
+        assert body["clusterId"] == CLUSTER_ID and body["controllerId"] == ctl.node_id
 
 
 # ---------------------------------------------------------------- requests racing uncommitted records

@@ -405,13 +405,5 @@ def test_java_hash_map_order() -> None:
         "metadata.version",
         "transaction.version",
     ]
-    assert fc.java_string_hash("metadata.version") == (hash_java("metadata.version") & 0xFFFFFFFF)
     many = [f"f{i}" for i in range(20)]
     assert sorted(fc.java_hash_map_order(many)) == sorted(many)
-
-
-def hash_java(s: str) -> int:
-    h = 0
-    for ch in s:
-        h = (31 * h + ord(ch)) & 0xFFFFFFFF
-    return h

@@ -38,6 +38,7 @@ from tests.cli.test_dump_log_cmd import check_json_is_one_object_per_batch
 from tests.image.test_golden import check_identity_at_own_version, check_lower_versions_lossless
 from tests.image.test_snapshot import check_snapshot_reads_back
 from tests.protocol.test_control_records import check_control_records
+from tests.protocol.test_kafka_definitions import check_records_against_table
 from tests.protocol.test_metadata_records import check_every_record_decodes, walk_batches
 from tests.records.test_golden import check_reencodes_byte_for_byte, check_segment_scans_clean
 from tests.records.test_interop import check_peer_reads_alike
@@ -92,6 +93,13 @@ def test_every_metadata_and_control_record_decodes() -> None:
     for path in (METADATA / SEGMENT, KAFKA_37_CLUSTER / "bootstrap.checkpoint"):
         check_every_record_decodes(path)
         check_control_records(path)
+
+
+def test_every_metadata_and_control_record_matches_kafkas_definitions() -> None:
+    """Checked against tests/protocol/kafka_messages.tsv, the facts of Kafka's message definitions."""
+    seen = check_records_against_table(METADATA / SEGMENT)
+    assert {("ZkMigrationStateRecord", 0), ("RegisterBrokerRecord", 3), ("PartitionRecord", 1)} <= seen
+    check_records_against_table(KAFKA_37_CLUSTER / "bootstrap.checkpoint")
 
 
 def test_the_metadata_log_holds_the_expected_records() -> None:

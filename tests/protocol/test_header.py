@@ -24,3 +24,13 @@ def test_header_versions_follow_flexibility_with_kafkas_exceptions() -> None:
     fetch_response = registry.by_name(Kind.RESPONSE, "Fetch")
     assert header.response_header_version(fetch_response, 12) == 1
     assert header.encode_response_header({"correlationId": 5}, 1).hex() == "00000005" "00"
+
+
+def test_request_header_v0_has_no_client_id_and_reads_kafkas_empty_default() -> None:
+    """ControlledShutdown v0's header stops after the correlation id; Kafka's RequestHeaderData
+    then holds its declared default, the empty string (not null)."""
+    value = {"requestApiKey": 7, "requestApiVersion": 0, "correlationId": 9, "clientId": None}
+    data = header.encode_request_header(value, 0)
+    assert data.hex() == "0007" "0000" "00000009"
+    decoded, pos = header.decode_request_header(data, 0)
+    assert pos == len(data) and decoded["clientId"] == ""

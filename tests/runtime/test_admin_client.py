@@ -1,4 +1,4 @@
-"""``kraftwerk.runtime.admin_client`` against the fake Kafka node (real frames over loopback)."""
+"""``kraftwerk.runtime.admin_client`` against the production cores behind real frames on loopback."""
 
 from __future__ import annotations
 
@@ -14,25 +14,27 @@ from kraftwerk.runtime.admin_client import (
     update_features_body,
     update_features_results,
 )
-from tests.cli.fake_kafka import FakeKafkaNode, FakeState
+from tests.cli.inprocess_kafka import CLUSTER_ID, InProcessKafka
 
 
 def test_bootstrap_failover_and_describe() -> None:
-    with FakeKafkaNode() as dead:
-        dead_port = dead.port
-    with FakeKafkaNode() as node, AdminClient(f"127.0.0.1:{dead_port},{node.address}") as client:
-        meta = client.describe_features()
-        assert meta.epoch == 98 and meta.supported["metadata.version"] == (7, 30)
-        assert meta.finalized["transaction.version"] == (2, 2)
-        assert node.of(18)[0].version == 4
-        cluster = client.describe_cluster()
-        assert (cluster.cluster_id, cluster.controller_id, cluster.nodes[0].port) == (
-            "co8Lz5qWSCe6yEg4UfbcVw", 1, node.port)
+    with InProcessKafka() as dead:
+        dead_port = dead.node(1).port
+    with InProcessKafka() as kafka:
+        node = kafka.node(1)
+        with AdminClient(f"127.0.0.1:{dead_port},{node.address}") as client:
+            meta = client.describe_features()
+            assert meta.supported["metadata.version"] == (7, 30)
+            assert meta.finalized["transaction.version"] == (2, 2)
+            assert node.of(18)[0].version == 4
+            cluster = client.describe_cluster()
+    assert (cluster.cluster_id, cluster.controller_id, cluster.nodes[0].port) == (CLUSTER_ID, 1, node.port)
 
 
 def test_api_versions_negotiation_down() -> None:
-    state = FakeState(api_ranges={18: (0, 3), 57: (0, 1), 60: (0, 1)})
-    with FakeKafkaNode(state) as node, AdminClient(node.address) as client:
+    with InProcessKafka(api_versions={18: (0, 3), 57: (0, 1), 60: (0, 1)}) as kafka, \
+            AdminClient(kafka.node(1).address) as client:
+        node = kafka.node(1)
         client.describe_features()
         assert [r.version for r in node.of(18)] == [3]
         results = client.update_features({"group.version": FeatureUpdate(1)}, validate_only=True)
@@ -40,22 +42,23 @@ def test_api_versions_negotiation_down() -> None:
 
 
 def test_not_controller_is_retried() -> None:
-    state = FakeState(not_controller=True)
     calls: list[float] = []
+    with InProcessKafka(leader=None) as kafka:
 
-    def sleep(seconds: float) -> None:
-        calls.append(seconds)
-        state.not_controller = False  # the controller moved; the next attempt succeeds
+        def sleep(seconds: float) -> None:
+            calls.append(seconds)
+            kafka.elect(1)  # a controller was elected; the next attempt succeeds
 
-    with FakeKafkaNode(state) as node, AdminClient(node.address, sleep=sleep) as client:
-        results = client.update_features({"group.version": FeatureUpdate(1)})
+        node = kafka.node(1)
+        with AdminClient(node.address, sleep=sleep) as client:
+            results = client.update_features({"group.version": FeatureUpdate(1)})
         assert results["group.version"].ok and len(node.of(57)) == 2 and calls == [0.1]
 
 
 def test_not_controller_until_timeout() -> None:
     clock = iter(float(i) for i in range(100))
-    with FakeKafkaNode(FakeState(not_controller=True)) as node:
-        client = AdminClient(node.address, api_timeout_s=3, retry_backoff_s=1, sleep=lambda s: None,
+    with InProcessKafka(leader=None) as kafka:
+        client = AdminClient(kafka.node(1).address, api_timeout_s=3, retry_backoff_s=1, sleep=lambda s: None,
                              monotonic=lambda: next(clock))
         with client, pytest.raises(AdminClientError, match="not the correct controller"):
             client.update_features({"group.version": FeatureUpdate(1)})

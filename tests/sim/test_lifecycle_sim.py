@@ -9,13 +9,16 @@ from collections.abc import Iterator
 
 import pytest
 
+from kraftwerk.controller.effects import WriteSnapshot
 from kraftwerk.controller.features import feature_level_record
+from kraftwerk.image.writer import ImageWriterOptions
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.protocol.registry import lookup_record
 from kraftwerk.sim.checker import InvariantViolation
 from kraftwerk.sim.lifecycle import (
     ALL_MIXES,
     LifecycleConfig,
+    LifecycleResult,
     LifecycleSim,
     Mix,
     Sabotage,
@@ -28,12 +31,30 @@ from kraftwerk.sim.lifecycle_checker import (
     CONVERGENCE_INVARIANT,
     DRY_RUN_INVARIANT,
     LEVELS_INVARIANT,
+    SNAPSHOT_INVARIANT,
+    STALL_INVARIANT,
     LifecycleChecker,
     NodeView,
+    ReferenceTables,
 )
 
 MV = "metadata.version"
 UPGRADE, SAFE, UNSAFE = 1, 2, 3
+
+#: The checker's reference folds the log with Kafka's facts, pinned here rather than taken from the
+#: tables the cores run on: the metadata.version levels whose ``didMetadataChange`` is true
+#: (server-common/.../MetadataVersion.java, tags 4.0.0-4.2.0 for levels 1-29; 4.3-IV0, 4.4-IV1 and
+#: 4.4-IV2 from PR #23235 and the 4.4 notes, upstream-kafka.md §1.3), and the feature levels that
+#: depend on a metadata.version (Features.java; ``kafka-storage feature-dependencies`` of Kafka 4.3:
+#: only eligible.leader.replicas.version=1, on 4.0-IV1).
+KAFKA_TABLES = ReferenceTables(
+    metadata_changed=frozenset({1, 3, 5, 6, 7, 8, 11, 13, 14, 15, 17, 23, 30, 32, 33}),
+    mv_dependencies={("eligible.leader.replicas.version", 1): 23},
+)
+
+
+def run_seed(seed: int, **overrides: object) -> LifecycleResult:
+    return run_lifecycle_seed(seed, tables=KAFKA_TABLES, **overrides)
 
 
 @pytest.fixture(autouse=True)
@@ -53,7 +74,7 @@ def test_seeded_mixes_find_no_violation(voters: int, brokers: int, start: int, c
     failures = []
     totals: dict[str, int] = {}
     for seed in range(start, start + count):
-        result = run_lifecycle_seed(seed, mix=ALL_MIXES[seed % 4], voters=voters, brokers=brokers)
+        result = run_seed(seed, mix=ALL_MIXES[seed % 4], voters=voters, brokers=brokers)
         if not result.ok:
             failures.append(result.report())
         for k, v in result.stats.items():
@@ -62,13 +83,16 @@ def test_seeded_mixes_find_no_violation(voters: int, brokers: int, start: int, c
     # the mixes really exercise the lifecycle, not an idle cluster
     assert totals["updates_ok"] > count and totals["updates_refused"] > 0
     assert totals["dry_runs_checked"] > 0 and totals["flr_commits"] > count
+    # snapshots at version changes are written; the ones skipped are explained (a violation otherwise)
+    assert totals["snapshot_writes"] > totals["snapshot_superseded"] + totals["snapshot_mid_batch"]
     if voters > 1:
         assert totals["lossy_rewrites"] > 0 and totals["fail_stops"] > 0 and totals["rolls"] > 0
+        assert totals["refused_brokers_rolled"] > 0  # old-software brokers refused, then rolled
 
 
 def test_same_seed_same_history() -> None:
-    a = run_lifecycle_seed(11, mix=Mix.RANDOM)
-    b = run_lifecycle_seed(11, mix=Mix.RANDOM)
+    a = run_seed(11, mix=Mix.RANDOM)
+    b = run_seed(11, mix=Mix.RANDOM)
     assert (a.events, a.virtual_ms, a.stats, a.final_levels) == (
         b.events,
         b.virtual_ms,
@@ -82,7 +106,7 @@ def test_same_seed_same_history() -> None:
 
 
 def _scripted(**kw: object) -> LifecycleSim:
-    return LifecycleSim(LifecycleConfig(mix=Mix.NONE, **kw))  # type: ignore[arg-type]
+    return LifecycleSim(LifecycleConfig(mix=Mix.NONE, **kw), KAFKA_TABLES)  # type: ignore[arg-type]
 
 
 def _views_levels(sim: LifecycleSim) -> set[tuple[tuple[str, int], ...]]:
@@ -205,7 +229,7 @@ def _register(broker_id: int, mv_max: int) -> MetadataRecord:
 
 
 def test_levels_check_fails_on_a_level_before_its_record() -> None:
-    checker = LifecycleChecker()
+    checker = LifecycleChecker(KAFKA_TABLES)
     checker.observe_batch(0, 0, [_flr(MV, 21)])
     checker.observe_batch(1, 1, [])
     checker.observe_batch(2, 2, [_flr(MV, 25)])
@@ -220,7 +244,7 @@ def test_levels_check_fails_on_a_level_before_its_record() -> None:
 
 
 def test_levels_reference_follows_transactions_and_the_lossy_rewrite() -> None:
-    checker = LifecycleChecker()
+    checker = LifecycleChecker(KAFKA_TABLES)
     begin = MetadataRecord(lookup_record("BeginTransactionRecord"), 0, {"name": "x"})
     end = MetadataRecord(lookup_record("EndTransactionRecord"), 0, {})
     abort = MetadataRecord(lookup_record("AbortTransactionRecord"), 0, {"reason": "r"})
@@ -234,7 +258,7 @@ def test_levels_reference_follows_transactions_and_the_lossy_rewrite() -> None:
 
 
 def test_broker_check_fails_when_a_registered_broker_keeps_running() -> None:
-    checker = LifecycleChecker()
+    checker = LifecycleChecker(KAFKA_TABLES)
     checker.observe_batch(0, 1, [_flr(MV, 21), _register(5, 21)])
     effective = checker.observe_batch(2, 2, [_flr(MV, 25)])
     assert effective == [(2, MV, 25)]
@@ -248,7 +272,7 @@ def test_broker_check_fails_when_a_registered_broker_keeps_running() -> None:
 
 
 def test_dry_run_check_fails_when_the_log_moves() -> None:
-    checker = LifecycleChecker()
+    checker = LifecycleChecker(KAFKA_TABLES)
     checker.check_dry_run(1, 10, 10, [], "[metadata.version=30]")
     with pytest.raises(InvariantViolation, match=DRY_RUN_INVARIANT):
         checker.check_dry_run(1, 10, 11, [], "[metadata.version=30]")
@@ -257,7 +281,7 @@ def test_dry_run_check_fails_when_the_log_moves() -> None:
 
 
 def test_convergence_check_fails_after_the_bound() -> None:
-    checker = LifecycleChecker()
+    checker = LifecycleChecker(KAFKA_TABLES)
     checker.observe_batch(0, 0, [_flr(MV, 30)])
     same = [NodeView(1, 0, {MV: 30}, 0), NodeView(4, 0, {MV: 30}, 0, is_broker=True)]
     assert checker.check_converged(same, 0, 1000)
@@ -275,6 +299,7 @@ def test_convergence_check_fails_after_the_bound() -> None:
         (Sabotage.IGNORE_FEATURE_RECORD, LEVELS_INVARIANT, {"mix": Mix.RANDOM}),
         (Sabotage.DRY_RUN_APPENDS, DRY_RUN_INVARIANT, {"mix": Mix.DOWNGRADE, "seed": 1}),
         (Sabotage.FROZEN_NODE, CONVERGENCE_INVARIANT, {"mix": Mix.RANDOM}),
+        (Sabotage.STALLED_BROKER, STALL_INVARIANT, {"mix": Mix.FAILOVER}),
         (
             Sabotage.UNCHECKED_UPGRADE,
             BROKER_INVARIANT,
@@ -286,7 +311,7 @@ def test_each_invariant_fails_end_to_end_on_a_deliberate_bug(
     sabotage: Sabotage, invariant: str, overrides: dict[str, object]
 ) -> None:
     seed = int(overrides.pop("seed", 0))  # type: ignore[call-overload]
-    result = run_lifecycle_seed(seed, sabotage=sabotage, **overrides)
+    result = run_seed(seed, sabotage=sabotage, **overrides)
     assert not result.ok and result.invariant == invariant, result.report()
     report = result.report()
     assert f"seed {seed} violated" in report and "replay: kraftwerk sim lifecycle --seeds 1 --start" in report
@@ -308,7 +333,7 @@ def test_cli_registration_runs_seeds_and_reports(capsys: pytest.CaptureFixture[s
 def test_seed_10188_a_stalled_broker_applies_no_part_of_the_batch_it_cannot_run() -> None:
     """Found by the simulator: a 3.7 broker half-applied a batch (metadata.version=20, then an
     unsupported streams.version=1) and reported a level its offset had not reached."""
-    result = run_lifecycle_seed(10188, mix=Mix.RANDOM)
+    result = run_seed(10188, mix=Mix.RANDOM)
     assert result.ok, result.report()
 
 
@@ -332,5 +357,35 @@ def test_kraft_version_upgrade_reaches_every_node_and_survives_a_leader_crash() 
 def test_seed_31474_registration_and_upgrade_racing_uncommitted() -> None:
     """Found by an offline run: a 3.9 broker's registration and a streams.version upgrade were both
     accepted while neither had committed, so a level the broker cannot run was finalized."""
-    result = run_lifecycle_seed(31474, mix=Mix.DOWNGRADE, voters=3, brokers=2, events=6)
+    result = run_seed(31474, mix=Mix.DOWNGRADE, voters=3, brokers=2, events=6)
     assert result.ok, result.report()
+
+
+def test_the_reference_tables_are_kafkas() -> None:
+    """What the cores run on agrees with Kafka's facts pinned above (so ``kraftwerk sim``, which
+    uses this software's tables, checks against the same reference as the tests)."""
+    assert ReferenceTables.of_this_software() == KAFKA_TABLES
+    assert KAFKA_TABLES.metadata_changed_between(30, 25)  # 4.3-IV0 changed the metadata
+    assert not KAFKA_TABLES.metadata_changed_between(29, 24)
+    assert KAFKA_TABLES.lost_in_rewrite("eligible.leader.replicas.version", 1, 22)
+    assert not KAFKA_TABLES.lost_in_rewrite("group.version", 1, 14)
+
+
+def test_a_snapshot_the_node_cannot_write_is_reported_not_swallowed() -> None:
+    sim = _scripted(seed=2, initial_level=30)
+    sim.run_until(5000)
+    m = sim.machine(1)
+    assert m is not None and m.controller is not None
+    image = m.controller.image
+    beyond = WriteSnapshot(m.applied_offset + 5, 1, image, ImageWriterOptions(image.metadata_version), "test")
+    with pytest.raises(InvariantViolation, match=SNAPSHOT_INVARIANT):
+        sim.write_snapshot(m, beyond)
+
+
+def test_seed_1124_a_broker_refused_for_kraft_version_is_rolled_not_left_fenced() -> None:
+    """Found by a seed sweep: a broker rolled to 3.7 during the faults is refused registration
+    because kraft.version=1 is finalized (it lives in raft, not in the committed feature records);
+    the operator must roll it, as for any level its software cannot run."""
+    result = run_seed(1124, mix=Mix.RANDOM, voters=3, brokers=2)
+    assert result.ok, result.report()
+    assert result.stats["refused_brokers_rolled"] > 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -166,18 +167,47 @@ def test_snapshot_structure_checked(tmp_path: Path) -> None:
             list(iter_snapshot_batches(p))
 
 
-def test_corrupt_snapshot_raises_storage_errors(tmp_path: Path) -> None:
-    data = golden_path("kafka-4.3-standalone", "bootstrap.checkpoint").read_bytes()
+CRC_ERROR = re.compile(r"Record is corrupt \(stored crc = \d+, computed crc = \d+\)")
+
+
+def _batch_starts(data: bytes) -> list[int]:
+    starts, pos = [], 0
+    while pos < len(data):
+        starts.append(pos)
+        pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+    assert pos == len(data)
+    return starts
+
+
+def test_every_flipped_bit_of_a_snapshot_is_caught_by_its_crc_or_changes_nothing(tmp_path: Path) -> None:
+    """A v2 batch: base offset (0-7), length (8-11), partition leader epoch (12-15), magic (16), CRC
+    (17-20), then the CRC-covered rest. A flip in the CRC or what it covers is a CRC error; in the
+    length or magic, a corrupt-batch error; in the base offset or leader epoch (outside the CRC,
+    as in Kafka) the same records are read."""
+    path = golden_path("kafka-4.3-standalone", "bootstrap.checkpoint")
+    data = path.read_bytes()
+    original = [(r.spec.name, r.value) for r in read_bootstrap(path).records]
+    starts = _batch_starts(data)
+    seen: dict[str, int] = {}
     for pos in range(len(data)):
         bad = bytearray(data)
         bad[pos] ^= 0x10
         p = tmp_path / "bootstrap.checkpoint"
         p.write_bytes(bytes(bad))
-        try:
-            read_bootstrap(p)
-        except StorageError:
+        at = pos - max(s for s in starts if s <= pos)
+        region = ("offset" if at < 8 else "length" if at < 12 else "epoch" if at < 16 else "magic" if at == 16
+                  else "crc")
+        seen[region] = seen.get(region, 0) + 1
+        if region in ("offset", "epoch"):
+            assert [(r.spec.name, r.value) for r in read_bootstrap(p).records] == original, pos
             continue
-        # only bytes outside the CRC (offsets, leader epoch) can change undetected
+        with pytest.raises(StorageError) as err:
+            read_bootstrap(p)
+        if region == "crc":
+            assert CRC_ERROR.search(str(err.value)), pos
+        elif region == "magic":
+            assert "magic" in str(err.value).lower(), pos
+    assert seen["crc"] > 300 and seen["magic"] == len(starts) == 3
 
 
 def test_undecodable_metadata_record(tmp_path: Path) -> None:

@@ -369,7 +369,7 @@ def update_features(
                 )
         except ApiError as err:
             return UpdateFeaturesOutcome(
-                Errors.INVALID_UPDATE_VERSION, ATOMIC_FAILURE_PREFIX + str(err), feature_names=names
+                err.error, ATOMIC_FAILURE_PREFIX + str(err), feature_names=names
             )
     message = None
     down = work.downgrade

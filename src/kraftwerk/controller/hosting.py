@@ -7,13 +7,15 @@ the appending, scheduling and sending.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from kraftwerk.controller.effects import AppendThenRespond
+from kraftwerk.controller.effects import AppendThenRespond, WriteSnapshot
 from kraftwerk.controller.features import noop_record
 from kraftwerk.controller.quorum import QuorumController
+from kraftwerk.image.model import MetadataImage
 from kraftwerk.protocol.frame import MetadataRecord
 
 
@@ -105,3 +107,20 @@ def timer_records(
     if not records and idle and mv is not None and mv.is_noop_record_supported():
         records = [noop_record()]
     return records
+
+
+def snapshot_at_batch_end(effect: WriteSnapshot, image: MetadataImage, last_offset: int) -> WriteSnapshot:
+    """Where to store a snapshot a core asked for, once raft has handed out its batch.
+
+    Raft stores snapshots at batch boundaries only, so the image *after* a version change is
+    written at the end of everything the core replayed so far (``image``, its current one, at the
+    same version and loss policy) rather than right after the FeatureLevelRecord, which may sit
+    inside a batch (a ``--release-version`` update). It moves only while the last record replayed
+    is itself a FeatureLevelRecord: a node that loads the snapshot takes its end as the features
+    epoch, which must be the one every replaying node reports (the last FeatureLevelRecord's
+    offset). Any other request is kept as asked (and raft refuses one inside a batch).
+    """
+    moved = last_offset + 1 > effect.end_offset and image.features_epoch == last_offset
+    if moved and image.metadata_version is effect.options.metadata_version:
+        return dataclasses.replace(effect, image=image, end_offset=last_offset + 1)
+    return effect

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,7 +110,11 @@ class _Writer:
 
 
 def _shape(spec: MessageSpec, version: int, value: dict[str, Any]) -> dict[str, Any]:
-    """Drop keys for fields the version lacks; they must hold defaults (losses were checked)."""
+    """Drop keys for fields the version lacks; they must hold defaults (losses were checked). A key
+    that is no field of the record is a writer bug, never silently dropped."""
+    unknown = set(value) - {f.json_name for f in spec.fields}
+    if unknown:
+        raise AssertionError(f"{spec.name} has no field(s) {', '.join(sorted(unknown))}")
     out: dict[str, Any] = {}
     for f in spec.fields:
         if f.json_name not in value:
@@ -399,15 +402,3 @@ def _write_tokens(image: MetadataImage, w: _Writer) -> None:
             "issueTimestamp": t.issue_timestamp, "maxTimestamp": t.max_timestamp,
             "expirationTimestamp": t.expiration_timestamp, "tokenId": t.token_id})
 
-
-def iter_encoded(result: ImageWriteResult) -> Iterator[bytes]:
-    for record in result.records:
-        yield record.encode()
-
-
-def records_by_type(result: ImageWriteResult) -> Mapping[str, int]:
-    """How many records of each type were written (for reports)."""
-    counts: dict[str, int] = {}
-    for r in result.records:
-        counts[r.spec.name] = counts.get(r.spec.name, 0) + 1
-    return counts

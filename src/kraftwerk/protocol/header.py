@@ -11,8 +11,9 @@ REQUEST_HEADER = message(
         field("RequestApiKey", "int16", "0+"),
         field("RequestApiVersion", "int16", "0+"),
         field("CorrelationId", "int32", "0+"),
-        # ClientId stays a classic nullable string even in the flexible v2 header.
-        field("ClientId", "string", "1+", nullable="1+", ignorable=True, default="null"),
+        # ClientId stays a classic nullable string even in the flexible v2 header. Kafka states no
+        # default, so a v0 header (ControlledShutdown v0) reads as the empty string.
+        field("ClientId", "string", "1+", nullable="1+", ignorable=True),
     ],
 )
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import logging
 import os
@@ -56,7 +55,13 @@ from kraftwerk.controller.effects import (
     WriteSnapshot,
 )
 from kraftwerk.controller.errors import FatalFaultError
-from kraftwerk.controller.hosting import LeaderWatch, activate, feed_kraft_version, timer_records
+from kraftwerk.controller.hosting import (
+    LeaderWatch,
+    activate,
+    feed_kraft_version,
+    snapshot_at_batch_end,
+    timer_records,
+)
 from kraftwerk.controller.quorum import (
     CONTROLLER_API_KEYS,
     CONTROLLER_REGISTRATION,
@@ -469,18 +474,14 @@ class Node:
             asyncio.get_running_loop().call_soon(self._write_snapshot, effect, source)
 
     def _write_snapshot(self, effect: WriteSnapshot, source: str = "controller") -> None:
-        """Store a snapshot the core asked for. Raft stores snapshots at batch boundaries only, so
-        the image *after* a version change is written at the end of everything replayed so far
-        (the core's current image, at the same version and loss policy) rather than right after
-        the FeatureLevelRecord, which may sit inside a batch (a ``--release-version`` update)."""
+        """Store a snapshot the core asked for, at a batch boundary (``snapshot_at_batch_end``)."""
         if self.raft is None:
             return
         image, last = ((self.controller.image, self.controller.last_committed_offset)
                        if source == "controller" and self.controller is not None
                        else (self.broker.image, self.broker.metadata_offset) if self.broker is not None
                        else (effect.image, effect.end_offset - 1))
-        if image.metadata_version is effect.options.metadata_version and last + 1 > effect.end_offset:
-            effect = dataclasses.replace(effect, image=image, end_offset=last + 1)
+        effect = snapshot_at_batch_end(effect, image, last)
         try:
             result = effect.render()
             snapshot_id = self.raft.create_snapshot(effect.end_offset, result.encoded())

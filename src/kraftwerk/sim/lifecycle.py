@@ -16,6 +16,12 @@ a :class:`~kraftwerk.broker.BrokerNode`, on top of the raft nodes, network, disk
 - a ``FatalFaultError`` is KIP-778's fail-stop: the process exits (a registered broker sends its
   UnregisterBroker first); it is restarted later on new software by the heal phase.
 
+The simulator reports, never repairs: at heal time a live node that stopped applying the log is a
+violation unless the seed explains it (a never-registered broker handed a level its software cannot
+run, which stays fenced as Kafka's does); only such brokers, and nodes that fail-stopped or were
+crashed, are restarted on new software by the operator. Every error the glue swallows is counted
+and must be one the seed explains (a snapshot superseded by a newer one, or inside a batch).
+
 Controller RPCs and the admin client's UpdateFeatures travel over the simulated network (same
 drops, delays and partitions as raft traffic) and through the real codec. A seed plays a workload
 of updates, dry runs, safe/unsafe downgrades and invalid requests mixed with faults (leader crash
@@ -46,8 +52,14 @@ from kraftwerk.controller.effects import (
     WriteSnapshot,
 )
 from kraftwerk.controller.errors import FatalFaultError
-from kraftwerk.controller.features import feature_level_record
-from kraftwerk.controller.hosting import LeaderWatch, activate, feed_kraft_version, timer_records
+from kraftwerk.controller.features import KRAFT_VERSION, feature_level_record
+from kraftwerk.controller.hosting import (
+    LeaderWatch,
+    activate,
+    feed_kraft_version,
+    snapshot_at_batch_end,
+    timer_records,
+)
 from kraftwerk.controller.quorum import (
     BROKER_HEARTBEAT,
     BROKER_REGISTRATION,
@@ -65,7 +77,7 @@ from kraftwerk.protocol.schema import Kind
 from kraftwerk.raft import Committed, CommittedBatch, NotLeaderError, RaftNode, SnapshotLoad
 from kraftwerk.sim.checker import Ack, Checker, InvariantViolation
 from kraftwerk.sim.cluster import Cluster
-from kraftwerk.sim.lifecycle_checker import LifecycleChecker, NodeView
+from kraftwerk.sim.lifecycle_checker import SNAPSHOT_INVARIANT, LifecycleChecker, NodeView, ReferenceTables
 from kraftwerk.sim.world import LinkFaults
 from kraftwerk.versions.metadata_version import FEATURE_NAME, MetadataVersion
 from kraftwerk.versions.software import LATEST_RELEASE, SoftwareVersion, known_releases
@@ -122,7 +134,10 @@ class Sabotage(enum.Enum):
     DRY_RUN_APPENDS = "dry-run-appends"
     """The host appends the records of accepted dry runs (breaks c)."""
     FROZEN_NODE = "frozen-node"
-    """The last broker stops applying the log after 4 s (breaks d)."""
+    """The last broker stops applying the log once the faults heal (breaks d)."""
+    STALLED_BROKER = "stalled-broker"
+    """The last broker stops applying the log 4 s into the fault phase (breaks e: reported at heal,
+    never rolled away)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,6 +302,9 @@ class _Machine:
         self.dead = False
         self.frozen = False
         self.drained_to = -1
+        self.stalled_at: int | None = None
+        self.stall_explained = False
+        """This broker stopped applying the log at a level its software cannot run, unregistered."""
         self.leader_watch = LeaderWatch()
         self.last_write_ms = sim.now
         self.registration_sent_ms = -REGISTRATION_RETRY_MS
@@ -323,10 +341,17 @@ class _Machine:
     def apply(self, items: Sequence[Committed], node: RaftNode, now_ms: int) -> None:
         sim = self.sim
         sim.observe_committed(items)
-        if self.dead or self.frozen:
+        if self.dead:
             return
-        if sim.config.sabotage is Sabotage.FROZEN_NODE and self.nid == sim.broker_ids[-1] and now_ms > 4000:
+        if self.nid == sim.broker_ids[-1] and (
+            (sim.config.sabotage is Sabotage.FROZEN_NODE and sim.healed_at is not None)
+            or (sim.config.sabotage is Sabotage.STALLED_BROKER and now_ms > 4000)
+        ):
             self.frozen = True
+        if self.frozen:
+            # raft handed these out; the core does not apply them
+            for item in items:
+                self.drained_to = item.end_offset - 1 if isinstance(item, SnapshotLoad) else item.last_offset
             return
         for item in items:
             try:
@@ -370,6 +395,10 @@ class _Machine:
             if self.broker is not None and applied < self.drained_to and self.broker.broker_epoch < 0:
                 # Kafka-compatible refusal of a never-registered broker: it stays fenced.
                 sim.lifecycle.incarnation_ended(self.nid, self.incarnation, "stalled before registering")
+                if self.stalled_at is None:  # the core never applies again: judge the batch it stopped at
+                    self.stalled_at = self.drained_to
+                    handed = sim.lifecycle.reference(self.drained_to).levels
+                    self.stall_explained = not all(self.software.supports(n, lv) for n, lv in handed.items())
 
     def effect(self, effect: Any) -> None:
         sim = self.sim
@@ -610,7 +639,7 @@ class LifecycleSim:
     ``at`` / ``update_features`` / ``crash`` / ``restart`` / ``isolate_leader`` / ``heal`` and
     ``run_until`` / ``run_until_converged``; :meth:`run` plays the config's mix."""
 
-    def __init__(self, config: LifecycleConfig) -> None:
+    def __init__(self, config: LifecycleConfig, tables: ReferenceTables | None = None) -> None:
         self.config = config
         self.rng = random.Random(config.seed * 1_000_003 + 17)
         self.cluster_id = "sim-cluster"
@@ -620,7 +649,7 @@ class LifecycleSim:
         self.initial_level = config.initial_level or self._draw_initial_level()
         self.bootstrap = default_bootstrap_records(MetadataVersion.from_feature_level(self.initial_level))
         self.releases: dict[int, str] = self._draw_software()
-        self.lifecycle = LifecycleChecker()
+        self.lifecycle = LifecycleChecker(tables or ReferenceTables.of_this_software())
         self.stats: dict[str, int] = {
             k: 0
             for k in (
@@ -635,12 +664,14 @@ class LifecycleSim:
                 "mv_changes",
                 "lossy_rewrites",
                 "snapshot_writes",
-                "snapshot_skipped",
+                "snapshot_superseded",
+                "snapshot_mid_batch",
                 "core_snapshot_loads",
                 "client_closes",
                 "registrations",
                 "registrations_refused",
                 "rolls",
+                "refused_brokers_rolled",
                 "rpcs",
                 "unregistrations",
             )
@@ -769,13 +800,32 @@ class LifecycleSim:
         return out
 
     def write_snapshot(self, m: _Machine, effect: WriteSnapshot) -> None:
+        """Write the snapshot the core asked for, at a batch boundary as the runtime does. It runs
+        after the batch that asked for it, so a newer snapshot may already cover it (loaded from the
+        leader, or the log cleaned past it), and the image before a version change has no boundary
+        when its record sits inside a batch: both are skipped and counted; any other refusal is a
+        violation."""
+
         def write(raft: RaftNode) -> None:
-            try:
-                raft.create_snapshot(effect.end_offset, effect.render().encoded(), self.now)
-            except KraftwerkError as exc:
-                self.stats["snapshot_skipped"] += 1
-                self.cluster.note(f"node {m.nid} snapshot at {effect.end_offset} not written: {exc}")
+            at = snapshot_at_batch_end(effect, m.core.image, m.applied_offset)
+            end, log = at.end_offset, raft.log
+            latest = log.latest_snapshot()
+            if (latest is not None and latest.end_offset >= end) or log.start_offset >= end:
+                self.stats["snapshot_superseded"] += 1
+                self.cluster.note(f"node {m.nid} snapshot at {end} superseded")
                 return
+            found = log.batches(end - 1, end)
+            if found and found[-1][0].last_offset != end - 1:
+                # the image before a version change whose record sits inside a batch: raft has no
+                # boundary there (the runtime skips it too)
+                self.stats["snapshot_mid_batch"] += 1
+                self.cluster.note(f"node {m.nid} snapshot at {end} is inside a batch")
+                return
+            try:
+                raft.create_snapshot(end, at.render().encoded(), self.now)
+            except KraftwerkError as exc:
+                detail = f"node {m.nid} could not write its snapshot at {end}: {exc}"
+                raise InvariantViolation(SNAPSHOT_INVARIANT, detail) from None
             self.stats["snapshot_writes"] += 1
 
         self.run_machine(m, write)
@@ -943,12 +993,23 @@ class LifecycleSim:
         return dict(self.lifecycle.reference(self.lifecycle.committed_end - 1).levels)
 
     def heal(self) -> None:
-        """Faults end: links heal, every node runs, and a node whose software cannot run the
-        committed levels is rolled to this software (the operator's fix)."""
+        """Faults end: links heal; a live node that stopped applying the log is reported unless the
+        seed explains it; then every node runs (the operator's fixes, see :meth:`_fix_nodes`)."""
         self.healed_at = self.now
         self.cluster.note("heal")
         self.cluster.heal_network()
         self.cluster.set_link_faults(LinkFaults(0.0, 0.0, 1, 8))
+        for nid in self.all_ids:
+            m = self.machine(nid)
+            stuck = m is not None and (m.frozen or m.applied_offset < m.drained_to)
+            if m is None or not stuck or not self.cluster.nodes[nid].up:
+                continue
+            detail = (
+                f"node {nid} on {m.release} software stopped applying the log at offset {m.applied_offset} "
+                f"while raft had handed it up to {m.drained_to}"
+            )
+            explained = m.stall_explained and not m.frozen
+            self.lifecycle.check_stall(nid, m.incarnation, detail, explained=explained)
         self._operator_fixups()
 
     def _operator_fixups(self) -> None:
@@ -958,19 +1019,36 @@ class LifecycleSim:
         finally:
             self._operator_restart = False
 
-    def _fix_nodes(self) -> None:
+    def finalized_levels(self) -> dict[str, int]:
+        """The committed levels with kraft.version, which lives in raft's control records."""
         levels = self.committed_levels()
+        kraft = 0
+        for nid in self.cluster_voters:
+            raft = self.raft_of(nid)
+            if raft is not None and raft.high_watermark is not None:
+                kraft = max(kraft, raft.kraft_version_at(raft.high_watermark))
+        if kraft:
+            levels[KRAFT_VERSION] = kraft
+        return levels
+
+    def _fix_nodes(self) -> None:
+        """What the operator does once faults heal: start every node that is down (on this software
+        when it fail-stopped or its software cannot run the finalized levels), and roll a broker the
+        controller refuses as Kafka's does: one that never registered, on software that cannot run a
+        finalized level (it stalled on it, or its registration is refused). A live node is never
+        rolled for being stuck otherwise."""
+        levels = self.finalized_levels()
         for nid in self.all_ids:
-            release = self.releases[nid]
-            sw = SoftwareVersion.for_release(release)
+            sw = SoftwareVersion.for_release(self.releases[nid])
             able = all(sw.supports(n, lv) for n, lv in levels.items())
-            n = self.cluster.nodes[nid]
-            if not n.up:
+            if not self.cluster.nodes[nid].up:
                 self.restart(nid, LATEST_RELEASE if (nid in self.failstopped or not able) else None)
                 continue
             m = self.machine(nid)
-            stuck = m is not None and (m.frozen or m.applied_offset < m.drained_to)
-            if m is not None and (not able or stuck) and self.config.sabotage is not Sabotage.FROZEN_NODE:
+            if m is None or m.frozen or m.broker is None:
+                continue
+            if m.stall_explained or (m.broker.broker_epoch < 0 and not able):
+                self.stats["refused_brokers_rolled"] += 1
                 self.roll(nid, LATEST_RELEASE, 200)
 
     def views(self) -> list[NodeView]:
@@ -1196,20 +1274,23 @@ def _unchecked_upgrade(sim: LifecycleSim) -> None:
 # =============================================================================== driver
 
 
-def run_lifecycle_seed(seed: int, **overrides: Any) -> LifecycleResult:
-    """Play one seed (``overrides`` are :class:`LifecycleConfig` fields); never raises for a
-    violation: it is in the result, with the replay command."""
+def run_lifecycle_seed(
+    seed: int, *, tables: ReferenceTables | None = None, **overrides: Any
+) -> LifecycleResult:
+    """Play one seed (``overrides`` are :class:`LifecycleConfig` fields; ``tables`` the checker's
+    Kafka facts, this software's by default); never raises for a violation: it is in the result,
+    with the replay command."""
     config = overrides.pop("config", None) or LifecycleConfig()
     config = replace(config, seed=seed, **overrides)
-    return run_lifecycle(config)
+    return run_lifecycle(config, tables)
 
 
-def run_lifecycle(config: LifecycleConfig) -> LifecycleResult:
+def run_lifecycle(config: LifecycleConfig, tables: ReferenceTables | None = None) -> LifecycleResult:
     started = time.perf_counter()
     result = LifecycleResult(config, ok=True)
     sim: LifecycleSim | None = None
     try:
-        sim = LifecycleSim(config)
+        sim = LifecycleSim(config, tables)
         sim.run()
     except InvariantViolation as exc:
         result.ok, result.invariant, result.violation = False, exc.invariant, exc.detail

@@ -17,12 +17,18 @@ broker cores. The cores' views are then compared with that reference:
     the controller's log end is the same before and after it;
 (d) **convergence** — once faults heal, every live node reports the same finalized levels and
     FinalizedFeaturesEpoch, equal to the reference, every live broker is registered and unfenced,
-    within a bound.
+    within a bound;
+(e) **no unexplained stall** — when faults heal, a live node has applied everything raft handed
+    it, unless the seed explains the stall: a broker that never registered, handed a level its
+    software cannot run, stays fenced (Kafka's refusal; every other node fail-stops instead).
 
 The reference mirrors two documented kraftwerk behaviours: metadata transactions (records between
 Begin/EndTransactionRecord count at the End, an Abort drops them) and the lossy rewrite of an
 unsafe downgrade (a metadata.version downgrade across a metadata change drops the feature levels
-whose metadata.version dependency the target lacks, as the image writer does).
+whose metadata.version dependency the target lacks, as the image writer does). The Kafka facts it
+folds with (which metadata.version levels changed the metadata, which feature levels depend on which
+metadata.version) are :class:`ReferenceTables`, handed in, so that tests pin them to Kafka's values
+instead of reusing the tables the cores run on.
 """
 
 from __future__ import annotations
@@ -40,7 +46,6 @@ from kraftwerk.versions.metadata_version import (
     FEATURE_NAME,
     MINIMUM_BOOTSTRAP_VERSION,
     MetadataVersion,
-    check_if_metadata_changed,
 )
 
 KRAFT_VERSION = "kraft.version"
@@ -49,6 +54,8 @@ LEVELS_INVARIANT = "finalized levels change only through committed records"
 BROKER_INVARIANT = "no committed level unsupported by a live registered broker"
 DRY_RUN_INVARIANT = "dry runs never change the log"
 CONVERGENCE_INVARIANT = "all nodes converge after faults heal"
+STALL_INVARIANT = "a node stops applying the log only when its software cannot run it"
+SNAPSHOT_INVARIANT = "every snapshot a core asks for is written"
 
 Levels = dict[str, int]
 
@@ -97,32 +104,51 @@ class NodeView:
     stalled: bool = False
 
 
-def _lost_in_rewrite(name: str, level: int, target: MetadataVersion) -> bool:
-    """Whether writing ``name=level`` at ``target`` drops it (the image writer's rule)."""
-    if target < MINIMUM_BOOTSTRAP_VERSION:
-        return True
-    if level >= 1 and target < MetadataVersion.IBP_3_3_IV3:
-        return True
-    feature = feature_catalogue.Feature.lookup(name)
-    if feature is None:
-        return False
-    try:
-        definition = feature.from_feature_level(level, allow_unstable=True)
-    except Exception:  # an unknown level has no dependency to check
-        return False
-    return any(
-        dep == FEATURE_NAME and target.feature_level < dep_level for dep, dep_level in definition.dependencies
-    )
+@dataclass(frozen=True, slots=True)
+class ReferenceTables:
+    """The Kafka facts the reference folds the log with."""
 
+    metadata_changed: frozenset[int]
+    """metadata.version levels whose ``didMetadataChange`` is true."""
+    mv_dependencies: Mapping[tuple[str, int], int]
+    """(feature, level) → the metadata.version level that feature level depends on."""
 
-def _mv(level: int) -> MetadataVersion:
-    return MetadataVersion.from_feature_level(level, allow_legacy=True)
+    @classmethod
+    def of_this_software(cls) -> ReferenceTables:
+        """The tables of :mod:`kraftwerk.versions` (what the cores run on)."""
+        changed = frozenset(mv.feature_level for mv in MetadataVersion if mv.did_metadata_change)
+        deps = {
+            (feature.feature_name, fl.level): dep_level
+            for feature in feature_catalogue.Feature
+            for fl in feature.levels
+            for dep, dep_level in fl.dependencies
+            if dep == FEATURE_NAME
+        }
+        return cls(changed, deps)
+
+    def metadata_changed_between(self, a: int, b: int) -> bool:
+        """Kafka's ``checkIfMetadataChanged``: some level above the lower one, up to the higher one,
+        changed the metadata."""
+        low, high = min(a, b), max(a, b)
+        return any(level in self.metadata_changed for level in range(low + 1, high + 1))
+
+    def lost_in_rewrite(self, name: str, level: int, target: int) -> bool:
+        """Whether writing ``name=level`` at metadata.version ``target`` drops it (the image
+        writer's rule: no feature levels below 3.3-IV0, none above 0 below 3.3-IV3, and none whose
+        metadata.version dependency the target lacks)."""
+        if target < MINIMUM_BOOTSTRAP_VERSION.feature_level:
+            return True
+        if level >= 1 and target < MetadataVersion.IBP_3_3_IV3.feature_level:
+            return True
+        needed = self.mv_dependencies.get((name, level))
+        return needed is not None and target < needed
 
 
 @dataclass(slots=True)
 class LifecycleChecker:
-    """The reference log and the four lifecycle invariants (see the module docstring)."""
+    """The reference log and the lifecycle invariants (see the module docstring)."""
 
+    tables: ReferenceTables = field(default_factory=ReferenceTables.of_this_software)
     #: base offset -> last offset of every committed batch seen
     batches: dict[int, int] = field(default_factory=dict)
     committed_end: int = 0
@@ -218,10 +244,9 @@ class LifecycleChecker:
                 name, level = payload
                 if name == FEATURE_NAME:
                     old = levels.get(FEATURE_NAME)
-                    if old is not None and level < old and check_if_metadata_changed(_mv(old), _mv(level)):
-                        target = _mv(level)
+                    if old is not None and level < old and self.tables.metadata_changed_between(old, level):
                         for other in [n for n in levels if n != FEATURE_NAME]:
-                            if _lost_in_rewrite(other, levels[other], target):
+                            if self.tables.lost_in_rewrite(other, levels[other], level):
                                 del levels[other]
                     levels[FEATURE_NAME] = level
                 elif level == 0:
@@ -311,6 +336,23 @@ class LifecycleChecker:
                 f"and registered with range {d.registered.min}-{d.registered.max}, and that broker "
                 f"never fail-stopped ({len(self.debts)} unpaid fail-stop(s))",
             )
+
+    # ------------------------------------------------------------------ (e)
+    def check_stall(self, node_id: int, incarnation: int, detail: str, *, explained: bool) -> None:
+        """(e) at heal time: a live node that stopped applying the log. A stalled broker that owes a
+        fail-stop breaks (b) (it should have exited); any other unexplained stall breaks (e)."""
+        if explained:
+            return
+        owed = [d for d in self.debts if (d.broker_id, d.incarnation) == (node_id, incarnation)]
+        if owed:
+            d = owed[0]
+            raise InvariantViolation(
+                BROKER_INVARIANT,
+                f"{d.feature}={d.level} committed at offset {d.offset} while broker {node_id} was alive and "
+                f"registered with range {d.registered.min}-{d.registered.max}; it stopped instead of "
+                f"fail-stopping: {detail}",
+            )
+        raise InvariantViolation(STALL_INVARIANT, detail)
 
     # ------------------------------------------------------------------ (c)
     def check_dry_run(

@@ -84,6 +84,10 @@ def _java_split(line: str) -> list[str]:
 def _java_number(text: str, bounds: tuple[int, int]) -> int | None:
     if not _JAVA_INT.fullmatch(text):
         return None
+    # No int or long has more than 19 significant digits: longer text is out of range, and never
+    # converted (Python refuses to convert more than 4300 digits).
+    if len(text.lstrip("+-").lstrip("0")) > 19:
+        return None
     value = int(text)
     return value if bounds[0] <= value <= bounds[1] else None
 
@@ -252,6 +256,8 @@ def parse_clean_shutdown(data: bytes, path: Path | str = CLEAN_SHUTDOWN_FILE) ->
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise CorruptFileError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+    except (ValueError, RecursionError) as exc:  # a number of thousands of digits, arrays nested too deep
+        raise CorruptFileError(path, f"invalid JSON: {exc}", line=1) from None
     if not isinstance(obj, dict):
         raise CorruptFileError(path, "clean shutdown content is not a JSON object", line=1)
     version = obj.get("version", 0)

@@ -125,7 +125,9 @@ def _int_prop(path: Path | str, entry: PropertyEntry) -> int:
     if not body.isascii() or not body.isdigit():
         raise CorruptFileError(path, f"Unable to read {entry.key} as a base-10 number: {text!r}",
                                line=entry.line)
-    value = int(text)
+    # more than 10 digits is out of range whatever they are (and is never converted: Python refuses
+    # to convert more than 4300 digits)
+    value = int(text) if len(body.lstrip("0")) <= 10 else _INT32_MAX + 1
     if not _INT32_MIN <= value <= _INT32_MAX:
         raise CorruptFileError(path, f"{entry.key} {text} is out of the int32 range", line=entry.line)
     return value

@@ -90,6 +90,8 @@ def parse_quorum_state(data: bytes, path: Path | str = QUORUM_STATE_FILE) -> Quo
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
         raise CorruptFileError(path, f"invalid JSON: {exc.msg} (column {exc.colno})", line=1) from None
+    except (ValueError, RecursionError) as exc:  # a number of thousands of digits, arrays nested too deep
+        raise CorruptFileError(path, f"invalid JSON: {exc}", line=1) from None
     if not isinstance(obj, dict):
         raise CorruptFileError(path, f"Deserialized node {line} is not an object node", line=1)
     if "data_version" not in obj:

@@ -41,10 +41,9 @@ BROKER_REGISTRATION_REQUEST = message(
     # v5 adds the tagged CordonedLogDirs (KIP-1066, PR #21273; apache/kafka PR #22070 later removed
     # it from trunk in favour of BrokerHeartbeat v2).
     # v6 is kraftwerk's KIP-1294 extension (not in Apache Kafka): StaticConfigs, the broker's
-    # non-sensitive static configs. The KIP text names the field, its struct (Name, nullable Value)
-    # and v6 but gives the request field no tag; per docs/compatibility.md we carry it as a tagged
-    # field and use the next free tag, 1 (0 is CordonedLogDirs). RegisterBrokerRecord v5 uses tag 2,
-    # as the KIP text says.
+    # non-sensitive static configs, exactly as the KIP text declares it: a plain (untagged) field
+    # after the v5 body, its struct a Name and a nullable Value (docs/compatibility.md).
+    # RegisterBrokerRecord v5 carries it as tagged field 2, as the KIP text says.
     fields=[
         field("BrokerId", "int32", "0+", entity_type="brokerId"),
         field("ClusterId", "string", "0+"),
