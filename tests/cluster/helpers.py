@@ -41,8 +41,8 @@ def wait_topic_on_brokers(cluster: LocalCluster, topic: str, timeout_s: float = 
     for broker in cluster.brokers:
         with AdminClient(broker.address) as admin:
             while True:
-                body = {"topics": [{"name": topic, "topicId": uuid.UUID(int=0)}], "allowAutoTopicCreation": False,
-                        "includeTopicAuthorizedOperations": False}
+                body = {"topics": [{"name": topic, "topicId": uuid.UUID(int=0)}],
+                        "allowAutoTopicCreation": False, "includeTopicAuthorizedOperations": False}
                 [found] = admin.call(3, body)["topics"]
                 if found["errorCode"] == 0:
                     break

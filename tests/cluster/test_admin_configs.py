@@ -43,8 +43,11 @@ def _describe(cluster: LocalCluster, rtype: str, name: str) -> dict[str, Any]:
 def _incremental(cluster: LocalCluster, rtype: str, name: str, **sets: str) -> None:
     """IncrementalAlterConfigs SET through kraftwerk's admin client (kafka-python and confluent-kafka
     cannot name the cluster default ``""``)."""
-    resource = {"resourceType": {"topic": 2, "broker": 4}[rtype], "resourceName": name,
-                "configs": [{"name": k, "configOperation": 0, "value": v} for k, v in sets.items()]}
+    resource = {
+        "resourceType": {"topic": 2, "broker": 4}[rtype],
+        "resourceName": name,
+        "configs": [{"name": k, "configOperation": 0, "value": v} for k, v in sets.items()],
+    }
     with AdminClient(cluster.bootstrap_servers) as admin:
         [result] = admin.call(44, {"resources": [resource], "validateOnly": False})["responses"]
     assert result["errorCode"] == 0, result
@@ -84,6 +87,7 @@ def _errors(result: Any) -> set[int]:
             found.add(value)
         else:
             found.add(int(getattr(value, "errno", 0) or 0))
+
     walk(result)
     return found
 
@@ -94,8 +98,13 @@ def test_confluent_kafka_invalid_config_and_password(cluster: LocalCluster) -> N
 
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     broker = str(cluster.brokers[0].node_id)
-    bad = ConfigResource("topic", TOPIC, incremental_configs=[
-        ConfigEntry("max.message.bytes", "lots", incremental_operation=AlterConfigOpType.SET)])
+    bad = ConfigResource(
+        "topic",
+        TOPIC,
+        incremental_configs=[
+            ConfigEntry("max.message.bytes", "lots", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
     with pytest.raises(KafkaException) as refused:
         next(iter(admin.incremental_alter_configs([bad]).values())).result(timeout=30)
     error = refused.value.args[0]

@@ -30,7 +30,9 @@ def test_kafka_python_topics(cluster: LocalCluster) -> None:
         described = {t["name"]: t for t in admin.describe_topics(["kp-orders"])}
         parts = described["kp-orders"]["partitions"]
         broker_ids = {b.node_id for b in cluster.brokers}
-        assert len(parts) == 3 and all(len(p["replica_nodes"]) == 2 and set(p["replica_nodes"]) <= broker_ids for p in parts)
+        assert len(parts) == 3 and all(
+            len(p["replica_nodes"]) == 2 and set(p["replica_nodes"]) <= broker_ids for p in parts
+        )
         assert len({p["leader_id"] for p in parts}) == 3  # leaders spread over the brokers
         assert "kp-orders" in admin.list_topics()
         with pytest.raises(TopicAlreadyExistsError):
@@ -51,11 +53,14 @@ def test_confluent_kafka_topics(cluster: LocalCluster) -> None:
 
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     ids = [b.node_id for b in cluster.brokers]
-    futures = admin.create_topics([
-        NewTopic("ck-a", num_partitions=2, replication_factor=3),
-        NewTopic("ck-manual", num_partitions=2, replica_assignment=[[ids[2], ids[0]], [ids[1], ids[2]]]),
-        NewTopic("ck-bad", num_partitions=1, replication_factor=1, config={"segment.bytes": "1"}),
-    ], request_timeout=20)
+    futures = admin.create_topics(
+        [
+            NewTopic("ck-a", num_partitions=2, replication_factor=3),
+            NewTopic("ck-manual", num_partitions=2, replica_assignment=[[ids[2], ids[0]], [ids[1], ids[2]]]),
+            NewTopic("ck-bad", num_partitions=1, replication_factor=1, config={"segment.bytes": "1"}),
+        ],
+        request_timeout=20,
+    )
     futures["ck-a"].result(timeout=30)
     futures["ck-manual"].result(timeout=30)
     with pytest.raises(KafkaException) as refused:

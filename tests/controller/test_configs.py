@@ -29,17 +29,40 @@ def _cluster(mv: str = "4.3-IV0") -> tuple[Log, QuorumController]:
     log.join(b)
     for t in (0, 100):
         drive_broker(log, ctl, b, t)
-    body = {"topics": [{"name": "t", "numPartitions": 1, "replicationFactor": 1, "assignments": [],
-                        "configs": [{"name": "cleanup.policy", "value": "delete"}]}], "timeoutMs": 1}
+    body = {
+        "topics": [
+            {
+                "name": "t",
+                "numPartitions": 1,
+                "replicationFactor": 1,
+                "assignments": [],
+                "configs": [{"name": "cleanup.policy", "value": "delete"}],
+            }
+        ],
+        "timeoutMs": 1,
+    }
     assert call(log, ctl, 19, 7, body)["topics"][0]["errorCode"] == 0
     return log, ctl
 
 
-def _incremental(log: Log, ctl: QuorumController, rtype: int, rname: str, *ops: tuple[str, int, str | None],
-                 validate_only: bool = False) -> tuple[int, str | None]:
-    body = {"resources": [{"resourceType": rtype, "resourceName": rname,
-                           "configs": [{"name": n, "configOperation": op, "value": v} for n, op, v in ops]}],
-            "validateOnly": validate_only}
+def _incremental(
+    log: Log,
+    ctl: QuorumController,
+    rtype: int,
+    rname: str,
+    *ops: tuple[str, int, str | None],
+    validate_only: bool = False,
+) -> tuple[int, str | None]:
+    body = {
+        "resources": [
+            {
+                "resourceType": rtype,
+                "resourceName": rname,
+                "configs": [{"name": n, "configOperation": op, "value": v} for n, op, v in ops],
+            }
+        ],
+        "validateOnly": validate_only,
+    }
     r = call(log, ctl, 44, 1, body)["responses"][0]
     return r["errorCode"], r["errorMessage"]
 
@@ -50,35 +73,99 @@ def _configs(ctl: QuorumController, rtype: int, rname: str) -> dict[str, str]:
 
 def test_set_delete_append_subtract_on_a_topic() -> None:
     log, ctl = _cluster()
-    assert _incremental(log, ctl, TOPIC, "t", ("retention.ms", 0, "1000"), ("cleanup.policy", 2, "compact")) == (
-        0, None)
+    assert _incremental(
+        log, ctl, TOPIC, "t", ("retention.ms", 0, "1000"), ("cleanup.policy", 2, "compact")
+    ) == (0, None)
     assert _configs(ctl, TOPIC, "t") == {"retention.ms": "1000", "cleanup.policy": "delete,compact"}
-    assert _incremental(log, ctl, TOPIC, "t", ("cleanup.policy", 3, "delete"), ("retention.ms", 1, None)) == (0, None)
+    assert _incremental(log, ctl, TOPIC, "t", ("cleanup.policy", 3, "delete"), ("retention.ms", 1, None)) == (
+        0,
+        None,
+    )
     assert _configs(ctl, TOPIC, "t") == {"cleanup.policy": "compact"}
     before = log.end
     assert _incremental(log, ctl, TOPIC, "t", ("retention.ms", 0, "5"), validate_only=True) == (0, None)
     assert log.end == before
 
 
-@pytest.mark.parametrize(("rtype", "rname", "ops", "error", "message"), [
-    (TOPIC, "t", [("segment.bytes", 0, "1")], Errors.INVALID_CONFIG,
-     "Invalid value 1 for configuration segment.bytes: Value must be at least 14"),
-    (TOPIC, "t", [("retention.ms", 2, "1")], Errors.INVALID_CONFIG,
-     "Can't APPEND to key retention.ms because its type is not LIST."),
-    (TOPIC, "nope", [("retention.ms", 0, "1")], Errors.UNKNOWN_TOPIC_OR_PARTITION,
-     "The topic 'nope' does not exist."),
-    (TOPIC, "", [("retention.ms", 0, "1")], Errors.INVALID_REQUEST, "Default topic resources are not allowed."),
-    (TOPIC, "t", [("retention.ms", 0, None)], Errors.INVALID_REQUEST, "Null value not supported for : retention.ms"),
-    (BROKER, "", [("node.id", 0, "3")], Errors.INVALID_REQUEST, "Cannot update these configs dynamically: Set(node.id)"),
-    (BROKER, "", [("listeners", 0, "PLAINTEXT://:1")], Errors.INVALID_REQUEST,
-     "Cannot update these configs at default cluster level, broker id must be specified: Set(listeners)"),
-    (BROKER, "7", [("log.retention.ms", 0, "1")], Errors.BROKER_ID_NOT_REGISTERED, "No broker with id 7 found."),
-    (BROKER, "x", [("log.retention.ms", 0, "1")], Errors.INVALID_REQUEST, "Broker id must be an integer, but it is: x"),
-    (BROKER, "", [("message.max.bytes", 0, "big")], Errors.INVALID_REQUEST,
-     "Invalid value big for configuration message.max.bytes: Not a number of type INT"),
-])
-def test_refused_changes_write_nothing(rtype: int, rname: str, ops: list[tuple[str, int, str | None]],
-                                       error: Errors, message: str) -> None:
+@pytest.mark.parametrize(
+    ("rtype", "rname", "ops", "error", "message"),
+    [
+        (
+            TOPIC,
+            "t",
+            [("segment.bytes", 0, "1")],
+            Errors.INVALID_CONFIG,
+            "Invalid value 1 for configuration segment.bytes: Value must be at least 14",
+        ),
+        (
+            TOPIC,
+            "t",
+            [("retention.ms", 2, "1")],
+            Errors.INVALID_CONFIG,
+            "Can't APPEND to key retention.ms because its type is not LIST.",
+        ),
+        (
+            TOPIC,
+            "nope",
+            [("retention.ms", 0, "1")],
+            Errors.UNKNOWN_TOPIC_OR_PARTITION,
+            "The topic 'nope' does not exist.",
+        ),
+        (
+            TOPIC,
+            "",
+            [("retention.ms", 0, "1")],
+            Errors.INVALID_REQUEST,
+            "Default topic resources are not allowed.",
+        ),
+        (
+            TOPIC,
+            "t",
+            [("retention.ms", 0, None)],
+            Errors.INVALID_REQUEST,
+            "Null value not supported for : retention.ms",
+        ),
+        (
+            BROKER,
+            "",
+            [("node.id", 0, "3")],
+            Errors.INVALID_REQUEST,
+            "Cannot update these configs dynamically: Set(node.id)",
+        ),
+        (
+            BROKER,
+            "",
+            [("listeners", 0, "PLAINTEXT://:1")],
+            Errors.INVALID_REQUEST,
+            "Cannot update these configs at default cluster level, broker id must be specified: "
+            "Set(listeners)",
+        ),
+        (
+            BROKER,
+            "7",
+            [("log.retention.ms", 0, "1")],
+            Errors.BROKER_ID_NOT_REGISTERED,
+            "No broker with id 7 found.",
+        ),
+        (
+            BROKER,
+            "x",
+            [("log.retention.ms", 0, "1")],
+            Errors.INVALID_REQUEST,
+            "Broker id must be an integer, but it is: x",
+        ),
+        (
+            BROKER,
+            "",
+            [("message.max.bytes", 0, "big")],
+            Errors.INVALID_REQUEST,
+            "Invalid value big for configuration message.max.bytes: Not a number of type INT",
+        ),
+    ],
+)
+def test_refused_changes_write_nothing(
+    rtype: int, rname: str, ops: list[tuple[str, int, str | None]], error: Errors, message: str
+) -> None:
     log, ctl = _cluster()
     before = log.end
     assert _incremental(log, ctl, rtype, rname, *ops) == (error.code, message)
@@ -101,16 +188,24 @@ def test_broker_and_cluster_default_records_and_legacy_alter(caplog: pytest.LogC
     log, ctl = _cluster()
     caplog.set_level(logging.INFO)
     assert _incremental(log, ctl, BROKER, "", ("log.retention.ms", 0, "60000")) == (0, None)
-    assert _incremental(log, ctl, BROKER, "2", ("listener.name.plaintext.ssl.keystore.password", 0, "s3cret")) == (
-        0, None)
+    assert _incremental(
+        log, ctl, BROKER, "2", ("listener.name.plaintext.ssl.keystore.password", 0, "s3cret")
+    ) == (0, None)
     assert "s3cret" not in caplog.text
     assert _configs(ctl, BROKER, "") == {"log.retention.ms": "60000"}
     before = log.end  # a BROKER resource always writes its records (KAFKA-14136)
     assert _incremental(log, ctl, BROKER, "", ("log.retention.ms", 0, "60000")) == (0, None)
     assert log.end == before + 1
-    body: dict[str, Any] = {"resources": [{"resourceType": TOPIC, "resourceName": "t",
-                                           "configs": [{"name": "retention.bytes", "value": "5"}]}],
-                            "validateOnly": False}
+    body: dict[str, Any] = {
+        "resources": [
+            {
+                "resourceType": TOPIC,
+                "resourceName": "t",
+                "configs": [{"name": "retention.bytes", "value": "5"}],
+            }
+        ],
+        "validateOnly": False,
+    }
     assert call(log, ctl, 33, 2, body)["responses"][0]["errorCode"] == 0
     assert _configs(ctl, TOPIC, "t") == {"retention.bytes": "5"}  # the legacy call replaced cleanup.policy
 
@@ -118,12 +213,18 @@ def test_broker_and_cluster_default_records_and_legacy_alter(caplog: pytest.LogC
 def test_controller_describes_configs() -> None:
     log, ctl = _cluster()
     _incremental(log, ctl, BROKER, "", ("log.retention.ms", 0, "60000"))
-    body = {"resources": [{"resourceType": BROKER, "resourceName": "", "configurationKeys": None},
-                          {"resourceType": TOPIC, "resourceName": "t", "configurationKeys": ["retention.ms"]}],
-            "includeSynonyms": True, "includeDocumentation": True}
+    body = {
+        "resources": [
+            {"resourceType": BROKER, "resourceName": "", "configurationKeys": None},
+            {"resourceType": TOPIC, "resourceName": "t", "configurationKeys": ["retention.ms"]},
+        ],
+        "includeSynonyms": True,
+        "includeDocumentation": True,
+    }
     default, topic = call(log, ctl, 32, 4, body)["results"]
     assert [(c["name"], c["value"], c["configSource"]) for c in default["configs"]] == [
-        ("log.retention.ms", "60000", 3)]
+        ("log.retention.ms", "60000", 3)
+    ]
     [entry] = topic["configs"]
     assert (entry["value"], entry["configSource"], entry["configType"]) == ("60000", 3, 5)
     assert entry["documentation"] and [s["source"] for s in entry["synonyms"]][:1] == [3]

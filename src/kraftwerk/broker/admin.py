@@ -18,8 +18,15 @@ from kraftwerk.protocol.error_codes import Errors
 
 ROOT_LOGGER = "root"
 LOG4J_LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE")
-_TO_PYTHON = {"OFF": logging.CRITICAL + 10, "FATAL": logging.CRITICAL, "ERROR": logging.ERROR,
-              "WARN": logging.WARNING, "INFO": logging.INFO, "DEBUG": logging.DEBUG, "TRACE": 5}
+_TO_PYTHON = {
+    "OFF": logging.CRITICAL + 10,
+    "FATAL": logging.CRITICAL,
+    "ERROR": logging.ERROR,
+    "WARN": logging.WARNING,
+    "INFO": logging.INFO,
+    "DEBUG": logging.DEBUG,
+    "TRACE": 5,
+}
 _FROM_PYTHON = {v: k for k, v in _TO_PYTHON.items()}
 
 
@@ -56,20 +63,32 @@ def alter_broker_loggers(node_id: int, body: Mapping[str, Any], *, incremental: 
         error, message = Errors.NONE, None
         try:
             if not incremental:
-                raise _Refused(Errors.INVALID_REQUEST, "AlterConfigs does not support the BROKER_LOGGER "
-                               "resource type; use IncrementalAlterConfigs.")
+                raise _Refused(
+                    Errors.INVALID_REQUEST,
+                    "AlterConfigs does not support the BROKER_LOGGER "
+                    "resource type; use IncrementalAlterConfigs.",
+                )
             if rname != str(node_id):
-                raise _Refused(Errors.INVALID_REQUEST, f"Unexpected broker id, expected {node_id}, but received "
-                               f"{rname}")
+                raise _Refused(
+                    Errors.INVALID_REQUEST, f"Unexpected broker id, expected {node_id}, but received {rname}"
+                )
             changes = _logger_changes(res.get("configs") or (), known)
             if not validate_only:
                 for name, level in changes.items():
                     _logger(name).setLevel(logging.NOTSET if level is None else _TO_PYTHON[level])
-                    logging.getLogger(__name__).info("Updated the log level of %s to %s", name, level or "the root's")
+                    logging.getLogger(__name__).info(
+                        "Updated the log level of %s to %s", name, level or "the root's"
+                    )
         except _Refused as err:
             error, message = err.error, err.message
-        responses.append({"errorCode": error.code, "errorMessage": message,
-                          "resourceType": int(ConfigResourceType.BROKER_LOGGER), "resourceName": rname})
+        responses.append(
+            {
+                "errorCode": error.code,
+                "errorMessage": message,
+                "resourceType": int(ConfigResourceType.BROKER_LOGGER),
+                "resourceName": rname,
+            }
+        )
     return {"throttleTimeMs": 0, "responses": responses}
 
 
@@ -78,20 +97,26 @@ def _logger_changes(configs: Any, known: Mapping[str, str]) -> dict[str, str | N
     for c in configs:
         name, op, value = c["name"], c.get("configOperation", SET), c.get("value")
         if op in (APPEND, SUBTRACT):
-            raise _Refused(Errors.INVALID_REQUEST, f"{OP_NAMES[op]} operation is not allowed for the "
-                           "BROKER_LOGGER resource")
+            raise _Refused(
+                Errors.INVALID_REQUEST,
+                f"{OP_NAMES[op]} operation is not allowed for the BROKER_LOGGER resource",
+            )
         if name not in known and not name.startswith("kraftwerk"):
             raise _Refused(Errors.INVALID_CONFIG, f"Logger {name} does not exist!")
         if op == DELETE:
             if name == ROOT_LOGGER:
-                raise _Refused(Errors.INVALID_REQUEST, "Removing the log level of the root logger is not "
-                               "allowed")
+                raise _Refused(
+                    Errors.INVALID_REQUEST, "Removing the log level of the root logger is not allowed"
+                )
             out[name] = None
             continue
         level = (value or "").upper()
         if level not in _TO_PYTHON:
-            raise _Refused(Errors.INVALID_CONFIG, f"Cannot set the log level of {name} to {value} as it is "
-                           f"not a supported log level. Valid log4j levels are {', '.join(LOG4J_LEVELS)}")
+            raise _Refused(
+                Errors.INVALID_CONFIG,
+                f"Cannot set the log level of {name} to {value} as it is "
+                f"not a supported log level. Valid log4j levels are {', '.join(LOG4J_LEVELS)}",
+            )
         out[name] = level
     return out
 
@@ -103,8 +128,7 @@ class _Refused(Exception):
         self.message = message
 
 
-def describe_topic_partitions_body(image: MetadataImage, body: Mapping[str, Any],
-                                   alive: set[int]) -> Body:
+def describe_topic_partitions_body(image: MetadataImage, body: Mapping[str, Any], alive: set[int]) -> Body:
     """DescribeTopicPartitions (KIP-966): the requested topics (all when none is named) in name
     order, paged by ``ResponsePartitionLimit`` with a cursor."""
     requested = [t["name"] for t in body.get("topics") or ()]
@@ -119,9 +143,16 @@ def describe_topic_partitions_body(image: MetadataImage, body: Mapping[str, Any]
     for name in names:
         topic = image.topics.by_name.get(name)
         if topic is None:
-            topics.append({"errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code, "name": name,
-                           "topicId": uuid.UUID(int=0), "isInternal": False, "partitions": [],
-                           "topicAuthorizedOperations": -2147483648})
+            topics.append(
+                {
+                    "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code,
+                    "name": name,
+                    "topicId": uuid.UUID(int=0),
+                    "isInternal": False,
+                    "partitions": [],
+                    "topicAuthorizedOperations": -2147483648,
+                }
+            )
             continue
         start = cursor["partitionIndex"] if cursor is not None and cursor["topicName"] == name else 0
         pids = [p for p in sorted(topic.partitions) if p >= start]
@@ -133,17 +164,30 @@ def describe_topic_partitions_body(image: MetadataImage, body: Mapping[str, Any]
         parts = []
         for pid in shown:
             p = topic.partitions[pid]
-            parts.append({
-                "errorCode": 0 if p.leader in alive else Errors.LEADER_NOT_AVAILABLE.code,
-                "partitionIndex": pid, "leaderId": p.leader, "leaderEpoch": p.leader_epoch,
-                "replicaNodes": list(p.replicas), "isrNodes": list(p.isr),
-                "eligibleLeaderReplicas": list(p.elr), "lastKnownElr": list(p.last_known_elr),
-                "offlineReplicas": [r for r in p.replicas if r not in alive],
-            })
-        topics.append({"errorCode": 0, "name": name, "topicId": topic.id, "isInternal": name.startswith("__"),
-                       "partitions": parts, "topicAuthorizedOperations": -2147483648})
+            parts.append(
+                {
+                    "errorCode": 0 if p.leader in alive else Errors.LEADER_NOT_AVAILABLE.code,
+                    "partitionIndex": pid,
+                    "leaderId": p.leader,
+                    "leaderEpoch": p.leader_epoch,
+                    "replicaNodes": list(p.replicas),
+                    "isrNodes": list(p.isr),
+                    "eligibleLeaderReplicas": list(p.elr),
+                    "lastKnownElr": list(p.last_known_elr),
+                    "offlineReplicas": [r for r in p.replicas if r not in alive],
+                }
+            )
+        topics.append(
+            {
+                "errorCode": 0,
+                "name": name,
+                "topicId": topic.id,
+                "isInternal": name.startswith("__"),
+                "partitions": parts,
+                "topicAuthorizedOperations": -2147483648,
+            }
+        )
         if rest:
             next_cursor = {"topicName": name, "partitionIndex": rest[0]}
             break
     return {"throttleTimeMs": 0, "topics": topics, "nextCursor": next_cursor}
-

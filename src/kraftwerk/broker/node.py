@@ -488,7 +488,8 @@ class BrokerNode:
     ) -> Respond | Forward:
         """Answer a client request from the image, or forward it to the controller."""
         if api_key in (ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS) and _only_broker_loggers(body):
-            return Respond(alter_broker_loggers(self.node_id, body, incremental=api_key == INCREMENTAL_ALTER_CONFIGS))
+            incremental = api_key == INCREMENTAL_ALTER_CONFIGS
+            return Respond(alter_broker_loggers(self.node_id, body, incremental=incremental))
         if api_key in FORWARDED_API_KEYS:
             return Forward(api_key, version, dict(body))
         if api_key == API_VERSIONS:

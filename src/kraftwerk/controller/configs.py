@@ -46,8 +46,11 @@ MAX_VALUE_LENGTH = 32767
 
 
 def _config_record(rtype: int, rname: str, name: str, value: str | None) -> MetadataRecord:
-    return MetadataRecord(lookup_record("ConfigRecord"), 0,
-                          {"resourceType": rtype, "resourceName": rname, "name": name, "value": value})
+    return MetadataRecord(
+        lookup_record("ConfigRecord"),
+        0,
+        {"resourceType": rtype, "resourceName": rname, "name": name, "value": value},
+    )
 
 
 def _is_list(rtype: int, name: str) -> bool:
@@ -67,10 +70,13 @@ class ConfigControl:
     """Config changes judged against one image.
 
     ``layers`` are the controller's config layers, its ``server.properties`` and the image's cluster
-    default (topic configs are validated over the log defaults they make); ``controllers`` are the controller ids (a BROKER resource may name one of them).
+    default (topic configs are validated over the log defaults they make); ``controllers`` are
+    the controller ids (a BROKER resource may name one of them).
     """
 
-    def __init__(self, image: MetadataImage, layers: BrokerConfigLayers, controllers: tuple[int, ...]) -> None:
+    def __init__(
+        self, image: MetadataImage, layers: BrokerConfigLayers, controllers: tuple[int, ...]
+    ) -> None:
         mv = image.metadata_version
         if mv is None:
             raise ApiError(Errors.NOT_CONTROLLER, "The controller has not finished activation")
@@ -105,8 +111,9 @@ class ConfigControl:
 
     # ------------------------------------------------------------------ shared path
 
-    def _alter(self, body: Mapping[str, Any],
-               changes: Callable[[Mapping[str, Any]], dict[str, str | None]]) -> tuple[list[MetadataRecord], Body]:
+    def _alter(
+        self, body: Mapping[str, Any], changes: Callable[[Mapping[str, Any]], dict[str, str | None]]
+    ) -> tuple[list[MetadataRecord], Body]:
         validate_only = bool(body.get("validateOnly", False))
         resources = list(body.get("resources") or ())
         keys = [(r["resourceType"], r["resourceName"]) for r in resources]
@@ -123,17 +130,35 @@ class ConfigControl:
                 error, message = Errors.NONE, None
             except ApiError as err:
                 error, message = err.error, err.text
-            responses.append({"errorCode": error.code, "errorMessage": message,
-                              "resourceType": rtype, "resourceName": rname})
+            responses.append(
+                {
+                    "errorCode": error.code,
+                    "errorMessage": message,
+                    "resourceType": rtype,
+                    "resourceName": rname,
+                }
+            )
             self._log(rtype, rname, resource, error, message, validate_only)
         return ([] if validate_only else records), {"throttleTimeMs": 0, "responses": responses}
 
-    def _log(self, rtype: int, rname: str, resource: Mapping[str, Any], error: Errors, message: str | None,
-             validate_only: bool) -> None:
+    def _log(
+        self,
+        rtype: int,
+        rname: str,
+        resource: Mapping[str, Any],
+        error: Errors,
+        message: str | None,
+        validate_only: bool,
+    ) -> None:
         shown = redacted({c["name"]: c.get("value") for c in resource.get("configs") or ()}, rtype)
-        log.info("%sAlterConfigs %s %r %s: %s", "Validate-only " if validate_only else "",
-                 ConfigResourceType(rtype).name if rtype in ConfigResourceType._value2member_map_ else rtype,
-                 rname, shown, "SUCCESS" if error is Errors.NONE else f"{error.name} ({message})")
+        log.info(
+            "%sAlterConfigs %s %r %s: %s",
+            "Validate-only " if validate_only else "",
+            ConfigResourceType(rtype).name if rtype in ConfigResourceType._value2member_map_ else rtype,
+            rname,
+            shown,
+            "SUCCESS" if error is Errors.NONE else f"{error.name} ({message})",
+        )
 
     def _check_resource(self, rtype: int, rname: str) -> None:
         if rtype == ConfigResourceType.TOPIC:
@@ -146,15 +171,20 @@ class ConfigControl:
             if rname and not (rname.isascii() and rname.isdigit()):
                 raise ApiError(Errors.INVALID_REQUEST, f"Broker id must be an integer, but it is: {rname}")
         elif rtype == ConfigResourceType.BROKER_LOGGER:
-            raise ApiError(Errors.INVALID_REQUEST, "Broker logger configs are changed on the broker itself, "
-                           "in a request that carries no other resource type.")
+            raise ApiError(
+                Errors.INVALID_REQUEST,
+                "Broker logger configs are changed on the broker itself, "
+                "in a request that carries no other resource type.",
+            )
         else:
             raise ApiError(Errors.UNSUPPORTED_VERSION, f"Unknown resource type {rtype}")
 
     def _current(self, rtype: int, rname: str) -> Mapping[str, str]:
         return self.image.configs.get(ConfigResource(rtype, rname), {})
 
-    def _apply_ops(self, rtype: int, rname: str, ops: list[tuple[str, int, str | None]]) -> dict[str, str | None]:
+    def _apply_ops(
+        self, rtype: int, rname: str, ops: list[tuple[str, int, str | None]]
+    ) -> dict[str, str | None]:
         current = self._current(rtype, rname)
         out: dict[str, str | None] = {}
         for name, op, value in ops:
@@ -166,8 +196,10 @@ class ConfigControl:
                 out[name] = None
             elif op in (APPEND, SUBTRACT):
                 if not _is_list(rtype, name):
-                    raise ApiError(Errors.INVALID_CONFIG,
-                                   f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.")
+                    raise ApiError(
+                        Errors.INVALID_CONFIG,
+                        f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.",
+                    )
                 old = current.get(name)
                 if old is None:
                     old = _default_text(rtype, name)
@@ -189,8 +221,11 @@ class ConfigControl:
         current = self._current(rtype, rname)
         for name, value in wanted.items():
             if value is not None and len(value) > MAX_VALUE_LENGTH:
-                raise ApiError(Errors.INVALID_CONFIG, f"The configuration value for {name} is too long: "
-                               f"{len(value)} characters; the limit is {MAX_VALUE_LENGTH}.")
+                raise ApiError(
+                    Errors.INVALID_CONFIG,
+                    f"The configuration value for {name} is too long: "
+                    f"{len(value)} characters; the limit is {MAX_VALUE_LENGTH}.",
+                )
         after = dict(current)
         for name, value in wanted.items():
             if value is None:
@@ -214,15 +249,24 @@ class ConfigControl:
                 raise ApiError(Errors.INVALID_REQUEST, str(exc)) from None
             if rname and int(rname) not in self.image.cluster.brokers and int(rname) not in self.controllers:
                 raise ApiError(Errors.BROKER_ID_NOT_REGISTERED, f"No broker with id {rname} found.")
-        return [_config_record(rtype, rname, n, v) for n, v in wanted.items()
-                if rtype == ConfigResourceType.BROKER or current.get(n) != v]
+        return [
+            _config_record(rtype, rname, n, v)
+            for n, v in wanted.items()
+            if rtype == ConfigResourceType.BROKER or current.get(n) != v
+        ]
 
 
 # ---------------------------------------------------------------------- DescribeConfigs
 
 
-def describe_configs(image: MetadataImage, node_id: int, static: Mapping[str, str], version: int,
-                     body: Mapping[str, Any], loggers: Mapping[str, str] | None = None) -> Body:
+def describe_configs(
+    image: MetadataImage,
+    node_id: int,
+    static: Mapping[str, str],
+    version: int,
+    body: Mapping[str, Any],
+    loggers: Mapping[str, str] | None = None,
+) -> Body:
     """DescribeConfigs as a node answers it from its image and ``server.properties`` (Kafka's
     ``ConfigHelper``): BROKER ``""`` (the dynamic cluster defaults) or this node's id, TOPIC, and
     -- on a broker, which passes its ``loggers`` -- BROKER_LOGGER. Sensitive values are None."""
@@ -236,60 +280,112 @@ def describe_configs(image: MetadataImage, node_id: int, static: Mapping[str, st
         try:
             entries = _describe_resource(image, node_id, static, cluster_default, rtype, rname, loggers)
         except ApiError as err:
-            results.append({"errorCode": err.error.code, "errorMessage": err.text, "resourceType": rtype,
-                            "resourceName": rname, "configs": []})
+            results.append(
+                {
+                    "errorCode": err.error.code,
+                    "errorMessage": err.text,
+                    "resourceType": rtype,
+                    "resourceName": rname,
+                    "configs": [],
+                }
+            )
             continue
         configs = [
             {
-                "name": e.name, "value": e.value, "readOnly": e.read_only,
-                "isDefault": e.source is ConfigSource.DEFAULT_CONFIG, "configSource": int(e.source),
+                "name": e.name,
+                "value": e.value,
+                "readOnly": e.read_only,
+                "isDefault": e.source is ConfigSource.DEFAULT_CONFIG,
+                "configSource": int(e.source),
                 "isSensitive": e.sensitive,
                 "synonyms": [{"name": s.name, "value": s.value, "source": int(s.source)} for s in e.synonyms]
-                if include_synonyms else [],
-                "configType": e.config_type.value, "documentation": e.documentation if include_docs else None,
+                if include_synonyms
+                else [],
+                "configType": e.config_type.value,
+                "documentation": e.documentation if include_docs else None,
             }
             for e in entries
             if keys is None or e.name in keys
         ]
-        results.append({"errorCode": 0, "errorMessage": None, "resourceType": rtype, "resourceName": rname,
-                        "configs": configs})
+        results.append(
+            {
+                "errorCode": 0,
+                "errorMessage": None,
+                "resourceType": rtype,
+                "resourceName": rname,
+                "configs": configs,
+            }
+        )
     return {"throttleTimeMs": 0, "results": results}
 
 
-def _describe_resource(image: MetadataImage, node_id: int, static: Mapping[str, str],
-                       cluster_default: Mapping[str, str], rtype: int, rname: str,
-                       loggers: Mapping[str, str] | None) -> tuple[ConfigEntry, ...]:
+def _describe_resource(
+    image: MetadataImage,
+    node_id: int,
+    static: Mapping[str, str],
+    cluster_default: Mapping[str, str],
+    rtype: int,
+    rname: str,
+    loggers: Mapping[str, str] | None,
+) -> tuple[ConfigEntry, ...]:
     if rtype == ConfigResourceType.TOPIC:
         invalid = topic_name_error(rname)
         if invalid is not None:
             raise ApiError(Errors.INVALID_TOPIC_EXCEPTION, invalid)
         if rname not in image.topics.by_name:
             raise ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
-        layers = BrokerConfigLayers(static=static, cluster_default=cluster_default,
-                                    broker=image.configs.get(ConfigResource(ConfigResourceType.BROKER,
-                                                                            str(node_id)), {}))
+        layers = BrokerConfigLayers(
+            static=static,
+            cluster_default=cluster_default,
+            broker=image.configs.get(ConfigResource(ConfigResourceType.BROKER, str(node_id)), {}),
+        )
         return describe_topic(image.configs.get(ConfigResource(ConfigResourceType.TOPIC, rname), {}), layers)
     if rtype in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER):
         if rname and not (rname.isascii() and rname.isdigit()):
             raise ApiError(Errors.INVALID_REQUEST, f"Broker id must be an integer, but it is: {rname}")
         if rtype == ConfigResourceType.BROKER_LOGGER:
             if loggers is None or rname != str(node_id):
-                raise ApiError(Errors.INVALID_REQUEST, f"Unexpected broker id, expected {node_id}, but received "
-                               f"{rname}")
-            return tuple(ConfigEntry(n, lv, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG, False, False, (),
-                                     ConfigType.STRING, None) for n, lv in sorted(loggers.items()))
+                raise ApiError(
+                    Errors.INVALID_REQUEST, f"Unexpected broker id, expected {node_id}, but received {rname}"
+                )
+            return tuple(
+                ConfigEntry(
+                    n,
+                    lv,
+                    ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
+                    False,
+                    False,
+                    (),
+                    ConfigType.STRING,
+                    None,
+                )
+                for n, lv in sorted(loggers.items())
+            )
         if rname not in ("", str(node_id)):
-            raise ApiError(Errors.INVALID_REQUEST, f"Unexpected broker id, expected {node_id} or empty string, "
-                           f"but received {rname}")
-        layers = BrokerConfigLayers(static=static, cluster_default=cluster_default,
-                                    broker=image.configs.get(ConfigResource(ConfigResourceType.BROKER,
-                                                                            str(node_id)), {}))
+            raise ApiError(
+                Errors.INVALID_REQUEST,
+                f"Unexpected broker id, expected {node_id} or empty string, but received {rname}",
+            )
+        layers = BrokerConfigLayers(
+            static=static,
+            cluster_default=cluster_default,
+            broker=image.configs.get(ConfigResource(ConfigResourceType.BROKER, str(node_id)), {}),
+        )
         return describe_broker(layers, cluster_default=rname == "")
     raise ApiError(Errors.INVALID_REQUEST, f"Unsupported resource type {rtype}")
 
 
 def alter_error_body(error: Errors, message: str | None, body: Mapping[str, Any]) -> Body:
     """An AlterConfigs / IncrementalAlterConfigs response refusing every resource with ``error``."""
-    return {"throttleTimeMs": 0, "responses": [
-        {"errorCode": error.code, "errorMessage": message, "resourceType": r["resourceType"],
-         "resourceName": r["resourceName"]} for r in body.get("resources") or ()]}
+    return {
+        "throttleTimeMs": 0,
+        "responses": [
+            {
+                "errorCode": error.code,
+                "errorMessage": message,
+                "resourceType": r["resourceType"],
+                "resourceName": r["resourceName"],
+            }
+            for r in body.get("resources") or ()
+        ],
+    }

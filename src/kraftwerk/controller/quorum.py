@@ -97,7 +97,9 @@ CONTROLLER_API_KEYS = (
     INCREMENTAL_ALTER_CONFIGS,
 )
 """The controller RPCs :meth:`QuorumController.handle_request` answers."""
-ADMIN_WRITE_API_KEYS = (CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS)
+ADMIN_WRITE_API_KEYS = (
+    CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS,
+)
 """The topic and config writes brokers forward to the active controller."""
 
 ACTIVATION_SOURCE_DEFAULT = "the default bootstrap"
@@ -506,12 +508,16 @@ class QuorumController:
             cluster_default=self.image.configs.get(ConfigResource(ConfigResourceType.BROKER, ""), {}),
         )
 
-    def _admin_write(self, api_key: int, version: int, body: Mapping[str, Any]) -> Respond | AppendThenRespond:
+    def _admin_write(
+        self, api_key: int, version: int, body: Mapping[str, Any]
+    ) -> Respond | AppendThenRespond:
         """CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs."""
         layers = self.config_layers()
         if api_key in (CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS):
             parsed = parse_broker_config(self.static_configs)
-            defaults = TopicDefaults(parsed.integer("num.partitions"), parsed.integer("default.replication.factor"))
+            defaults = TopicDefaults(
+                parsed.integer("num.partitions"), parsed.integer("default.replication.factor")
+            )
             topics = TopicControl(self.image, self.rng, layers, defaults)
             if api_key == CREATE_TOPICS:
                 records, response = topics.create_topics(body)

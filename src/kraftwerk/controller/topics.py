@@ -127,8 +127,9 @@ class TopicControl:
     feature level (KIP-1294's rules in force there apply to the new topic's configs).
     """
 
-    def __init__(self, image: MetadataImage, rng: random.Random, layers: BrokerConfigLayers,
-                 defaults: TopicDefaults) -> None:
+    def __init__(
+        self, image: MetadataImage, rng: random.Random, layers: BrokerConfigLayers, defaults: TopicDefaults
+    ) -> None:
         mv = image.metadata_version
         if mv is None:
             raise ApiError(Errors.NOT_CONTROLLER, "The controller has not finished activation")
@@ -162,21 +163,35 @@ class TopicControl:
                     results.append(result)
                     collisions.setdefault(_unify_collision_chars(name), name)
                     continue
-                except ApiError as err:
-                    errors[name] = err
-            err = errors[name]
-            results.append({"name": name, "topicId": uuid.UUID(int=0), "errorCode": err.error.code,
-                            "errorMessage": err.text if err.text is not None else err.error.describe(),
-                            "numPartitions": -1, "replicationFactor": -1, "configs": None})
+                except ApiError as refused:
+                    errors[name] = refused
+            error = errors[name]
+            results.append(
+                {
+                    "name": name,
+                    "topicId": uuid.UUID(int=0),
+                    "errorCode": error.error.code,
+                    "errorMessage": error.text if error.text is not None else error.error.describe(),
+                    "numPartitions": -1,
+                    "replicationFactor": -1,
+                    "configs": None,
+                }
+            )
         summary = ", ".join(
-            f"{r['name']}: " + ("SUCCESS" if r["errorCode"] == 0 else
-                                f"{Errors.for_code(r['errorCode']).name} ({r['errorMessage']})")
-            for r in results)
+            f"{r['name']}: "
+            + (
+                "SUCCESS"
+                if r["errorCode"] == 0
+                else f"{Errors.for_code(r['errorCode']).name} ({r['errorMessage']})"
+            )
+            for r in results
+        )
         log.info("%sCreateTopics result(s): %s", "Validate-only " if validate_only else "", summary)
         return ([] if validate_only else records), {"throttleTimeMs": 0, "topics": results}
 
-    def _create_one(self, topic: Mapping[str, Any], collisions: Mapping[str, str]
-                    ) -> tuple[Body, list[MetadataRecord]]:
+    def _create_one(
+        self, topic: Mapping[str, Any], collisions: Mapping[str, str]
+    ) -> tuple[Body, list[MetadataRecord]]:
         name = topic["name"]
         invalid = topic_name_error(name)
         if invalid is not None:
@@ -185,8 +200,9 @@ class TopicControl:
             raise ApiError(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         colliding = collisions.get(_unify_collision_chars(name))
         if colliding is not None:
-            raise ApiError(Errors.INVALID_TOPIC_EXCEPTION,
-                           f"Topic '{name}' collides with existing topic: {colliding}")
+            raise ApiError(
+                Errors.INVALID_TOPIC_EXCEPTION, f"Topic '{name}' collides with existing topic: {colliding}"
+            )
         configs = {c["name"]: c.get("value") for c in topic.get("configs") or ()}
         try:
             validate_topic_configs(configs, level=self.mv.feature_level, layers=self.layers)
@@ -196,17 +212,33 @@ class TopicControl:
         topic_id = self._new_topic_id()
         records = [_record("TopicRecord", 0, {"name": name, "topicId": topic_id})]
         records += [
-            _record("ConfigRecord", 0, {"resourceType": int(ConfigResourceType.TOPIC), "resourceName": name,
-                                        "name": k, "value": v})
+            _record(
+                "ConfigRecord",
+                0,
+                {"resourceType": int(ConfigResourceType.TOPIC), "resourceName": name, "name": k, "value": v},
+            )
             for k, v in configs.items()
         ]
         records += [self.partition_record(topic_id, pid, replicas) for pid, replicas in enumerate(assignment)]
         entries = describe_topic({k: v for k, v in configs.items() if v is not None}, self.layers)
         result = {
-            "name": name, "topicId": topic_id, "errorCode": 0, "errorMessage": None, "topicConfigErrorCode": 0,
-            "numPartitions": len(assignment), "replicationFactor": len(assignment[0]),
-            "configs": [{"name": e.name, "value": e.value, "readOnly": e.read_only,
-                         "configSource": int(e.source), "isSensitive": e.sensitive} for e in entries],
+            "name": name,
+            "topicId": topic_id,
+            "errorCode": 0,
+            "errorMessage": None,
+            "topicConfigErrorCode": 0,
+            "numPartitions": len(assignment),
+            "replicationFactor": len(assignment[0]),
+            "configs": [
+                {
+                    "name": e.name,
+                    "value": e.value,
+                    "readOnly": e.read_only,
+                    "configSource": int(e.source),
+                    "isSensitive": e.sensitive,
+                }
+                for e in entries
+            ],
         }
         return result, records
 
@@ -215,62 +247,93 @@ class TopicControl:
         partitions, rf = topic["numPartitions"], topic["replicationFactor"]
         if manual:
             if rf != -1:
-                raise ApiError(Errors.INVALID_REQUEST, "A manual partition assignment was specified, but "
-                               "replication factor was not set to -1.")
+                raise ApiError(
+                    Errors.INVALID_REQUEST,
+                    "A manual partition assignment was specified, but replication factor was not set to -1.",
+                )
             if partitions != -1:
-                raise ApiError(Errors.INVALID_REQUEST, "A manual partition assignment was specified, but "
-                               "numPartitions was not set to -1.")
+                raise ApiError(
+                    Errors.INVALID_REQUEST,
+                    "A manual partition assignment was specified, but numPartitions was not set to -1.",
+                )
             by_index: dict[int, list[int]] = {}
             expected_rf: int | None = None
             for a in manual:
                 index = a["partitionIndex"]
                 if index in by_index:
-                    raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT,
-                                   f"Found multiple manual partition assignments for partition {index}")
+                    raise ApiError(
+                        Errors.INVALID_REPLICA_ASSIGNMENT,
+                        f"Found multiple manual partition assignments for partition {index}",
+                    )
                 replicas = list(a["brokerIds"])
                 self._check_manual(replicas, expected_rf, index)
                 expected_rf = len(replicas)
                 by_index[index] = replicas
             if sorted(by_index) != list(range(len(by_index))):
-                raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT,
-                               "partitions should be a consecutive 0-based integer sequence")
+                raise ApiError(
+                    Errors.INVALID_REPLICA_ASSIGNMENT,
+                    "partitions should be a consecutive 0-based integer sequence",
+                )
             return [by_index[i] for i in range(len(by_index))]
         if rf < -1 or rf == 0:
-            raise ApiError(Errors.INVALID_REPLICATION_FACTOR,
-                           "Replication factor must be larger than 0, or -1 to use the default value.")
+            raise ApiError(
+                Errors.INVALID_REPLICATION_FACTOR,
+                "Replication factor must be larger than 0, or -1 to use the default value.",
+            )
         if partitions < -1 or partitions == 0:
-            raise ApiError(Errors.INVALID_PARTITIONS,
-                           "Number of partitions was set to an invalid non-positive value.")
+            raise ApiError(
+                Errors.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
+            )
         count = self.defaults.num_partitions if partitions == -1 else partitions
         factor = self.defaults.replication_factor if rf == -1 else rf
         try:
-            return place_replicas(list(self.image.cluster.brokers.values()), 0, count, factor,
-                                  self.image.topics.partition_count())
+            return place_replicas(
+                list(self.image.cluster.brokers.values()),
+                0,
+                count,
+                factor,
+                self.image.topics.partition_count(),
+            )
         except ApiError as err:
-            raise ApiError(err.error, f"Unable to replicate the partition {factor} time(s): {err.text}") from None
+            raise ApiError(
+                err.error, f"Unable to replicate the partition {factor} time(s): {err.text}"
+            ) from None
 
     def _check_manual(self, replicas: list[int], expected_rf: int | None, index: int) -> None:
         """Kafka's ``validateManualPartitionAssignment`` plus the all-fenced check."""
         brokers = self.image.cluster.brokers
         if not replicas:
-            raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT,
-                           "The manual partition assignment includes an empty replica list.")
+            raise ApiError(
+                Errors.INVALID_REPLICA_ASSIGNMENT,
+                "The manual partition assignment includes an empty replica list.",
+            )
         previous = None
         for bid in sorted(replicas):
             if bid not in brokers:
-                raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes "
-                               f"broker {bid}, but no such broker is registered.")
+                raise ApiError(
+                    Errors.INVALID_REPLICA_ASSIGNMENT,
+                    f"The manual partition assignment includes "
+                    f"broker {bid}, but no such broker is registered.",
+                )
             if bid == previous:
-                raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes "
-                               f"the broker {bid} more than once.")
+                raise ApiError(
+                    Errors.INVALID_REPLICA_ASSIGNMENT,
+                    f"The manual partition assignment includes the broker {bid} more than once.",
+                )
             previous = bid
         if expected_rf is not None and len(replicas) != expected_rf:
-            raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes a "
-                           f"partition with {len(replicas)} replica(s), but this is not consistent with "
-                           f"previous partitions, which have {expected_rf} replica(s).")
+            raise ApiError(
+                Errors.INVALID_REPLICA_ASSIGNMENT,
+                f"The manual partition assignment includes a "
+                f"partition with {len(replicas)} replica(s), but this is not consistent with "
+                f"previous partitions, which have {expected_rf} replica(s).",
+            )
         if not any(_active(brokers[b]) for b in replicas):
-            raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT, "All brokers specified in the manual partition "
-                           f"assignment for partition {index} are fenced or in controlled shutdown.")
+            raise ApiError(
+                Errors.INVALID_REPLICA_ASSIGNMENT,
+                "All brokers specified in the manual partition "
+                f"assignment for partition {index} are fenced or in controlled shutdown.",
+            )
 
     def _new_topic_id(self) -> uuid.UUID:
         while True:
@@ -278,16 +341,25 @@ class TopicControl:
             if topic_id not in self.image.topics.by_id:
                 return topic_id
 
-    def partition_record(self, topic_id: uuid.UUID, partition_id: int, replicas: Sequence[int]) -> MetadataRecord:
+    def partition_record(
+        self, topic_id: uuid.UUID, partition_id: int, replicas: Sequence[int]
+    ) -> MetadataRecord:
         """A new partition's PartitionRecord at the version the metadata.version allows: the ISR is
         the active replicas, the leader the first of them; each replica in its broker's only log
         dir, else unassigned (Kafka's ``defaultDir``)."""
         brokers = self.image.cluster.brokers
         isr = [b for b in replicas if b in brokers and _active(brokers[b])]
         value: dict[str, Any] = {
-            "partitionId": partition_id, "topicId": topic_id, "replicas": list(replicas), "isr": isr,
-            "removingReplicas": [], "addingReplicas": [], "leader": isr[0] if isr else -1,
-            "leaderRecoveryState": 0, "leaderEpoch": 0, "partitionEpoch": 0,
+            "partitionId": partition_id,
+            "topicId": topic_id,
+            "replicas": list(replicas),
+            "isr": isr,
+            "removingReplicas": [],
+            "addingReplicas": [],
+            "leader": isr[0] if isr else -1,
+            "leaderRecoveryState": 0,
+            "leaderEpoch": 0,
+            "partitionEpoch": 0,
         }
         version = self.mv.partition_record_version()
         if version >= 1:
@@ -316,7 +388,10 @@ class TopicControl:
                 if topic is None:
                     error = Errors.UNKNOWN_TOPIC_OR_PARTITION
             elif topic_id is None or topic_id.int == 0:
-                error, message = Errors.INVALID_REQUEST, f"Attempt to find topic with invalid topicId {topic_id}"
+                error, message = (
+                    Errors.INVALID_REQUEST,
+                    f"Attempt to find topic with invalid topicId {topic_id}",
+                )
             else:
                 topic = self.image.topics.by_id.get(topic_id)
                 if topic is None:
@@ -325,12 +400,16 @@ class TopicControl:
                 deleted.add(topic.id)
                 records.append(_record("RemoveTopicRecord", 0, {"topicId": topic.id}))
                 log.info("Removing topic %s with ID %s.", topic.name, topic.id)
-            results.append({
-                "name": topic.name if topic is not None else name,
-                "topicId": topic.id if topic is not None else (topic_id or uuid.UUID(int=0)),
-                "errorCode": error.code,
-                "errorMessage": message if message is not None or error is Errors.NONE else error.describe(),
-            })
+            results.append(
+                {
+                    "name": topic.name if topic is not None else name,
+                    "topicId": topic.id if topic is not None else (topic_id or uuid.UUID(int=0)),
+                    "errorCode": error.code,
+                    "errorMessage": message
+                    if message is not None or error is Errors.NONE
+                    else error.describe(),
+                }
+            )
         return records, {"throttleTimeMs": 0, "responses": results}
 
     # ---------------------------------------------------------------- CreatePartitions
@@ -350,8 +429,13 @@ class TopicControl:
                 records += new
                 results.append({"name": name, "errorCode": 0, "errorMessage": None})
             except ApiError as err:
-                results.append({"name": name, "errorCode": err.error.code,
-                                "errorMessage": err.text if err.text is not None else err.error.describe()})
+                results.append(
+                    {
+                        "name": name,
+                        "errorCode": err.error.code,
+                        "errorMessage": err.text if err.text is not None else err.error.describe(),
+                    }
+                )
         if body.get("validateOnly"):
             records = []
         return records, {"throttleTimeMs": 0, "results": results}
@@ -365,24 +449,36 @@ class TopicControl:
         if count == have:
             raise ApiError(Errors.INVALID_PARTITIONS, f"Topic already has {have} partition(s).")
         if count < have:
-            raise ApiError(Errors.INVALID_PARTITIONS, f"The topic {name} currently has {have} partition(s); "
-                           f"{count} would not be an increase.")
+            raise ApiError(
+                Errors.INVALID_PARTITIONS,
+                f"The topic {name} currently has {have} partition(s); {count} would not be an increase.",
+            )
         additional = count - have
         rf = len(next(iter(current.partitions.values())).replicas)
         manual = topic.get("assignments")
         if manual is not None:
             if len(manual) != additional:
-                raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {additional} additional "
-                               f"partition(s), but only {len(manual)} assignment(s) were specified.")
+                raise ApiError(
+                    Errors.INVALID_REPLICA_ASSIGNMENT,
+                    f"Attempted to add {additional} additional "
+                    f"partition(s), but only {len(manual)} assignment(s) were specified.",
+                )
             assignment = [list(a["brokerIds"]) for a in manual]
             for i, replicas in enumerate(assignment):
                 self._check_manual(replicas, rf, have + i)
         else:
             try:
-                assignment = place_replicas(list(self.image.cluster.brokers.values()), have, additional, rf,
-                                            self.image.topics.partition_count() + rotation_extra)
+                assignment = place_replicas(
+                    list(self.image.cluster.brokers.values()),
+                    have,
+                    additional,
+                    rf,
+                    self.image.topics.partition_count() + rotation_extra,
+                )
             except ApiError as err:
-                raise ApiError(err.error, f"Unable to replicate the partition {rf} time(s): {err.text}") from None
+                raise ApiError(
+                    err.error, f"Unable to replicate the partition {rf} time(s): {err.text}"
+                ) from None
         return [self.partition_record(current.id, have + i, r) for i, r in enumerate(assignment)]
 
 
@@ -395,21 +491,45 @@ def _default_dir(broker: BrokerRegistration | None) -> uuid.UUID:
     return DIR_UNASSIGNED
 
 
-def topics_error_body(api_key: int, version: int, error: Errors, message: str | None,
-                      body: Mapping[str, Any]) -> Body:
+def topics_error_body(
+    api_key: int, version: int, error: Errors, message: str | None, body: Mapping[str, Any]
+) -> Body:
     """A CreateTopics (19), DeleteTopics (20) or CreatePartitions (37) response refusing every
     topic of ``body`` with ``error`` (NOT_CONTROLLER, a request-level failure)."""
     text = message if message is not None else error.describe()
     if api_key == 19:
-        return {"throttleTimeMs": 0, "topics": [
-            {"name": t["name"], "topicId": uuid.UUID(int=0), "errorCode": error.code, "errorMessage": text,
-             "numPartitions": -1, "replicationFactor": -1, "configs": None}
-            for t in body.get("topics") or ()]}
+        return {
+            "throttleTimeMs": 0,
+            "topics": [
+                {
+                    "name": t["name"],
+                    "topicId": uuid.UUID(int=0),
+                    "errorCode": error.code,
+                    "errorMessage": text,
+                    "numPartitions": -1,
+                    "replicationFactor": -1,
+                    "configs": None,
+                }
+                for t in body.get("topics") or ()
+            ],
+        }
     if api_key == 20:
-        wanted = ([(t.get("name"), t.get("topicId")) for t in body.get("topics") or ()] if version >= 6
-                  else [(n, None) for n in body.get("topicNames") or ()])
-        return {"throttleTimeMs": 0, "responses": [
-            {"name": n, "topicId": tid or uuid.UUID(int=0), "errorCode": error.code, "errorMessage": text}
-            for n, tid in wanted]}
-    return {"throttleTimeMs": 0, "results": [
-        {"name": t["name"], "errorCode": error.code, "errorMessage": text} for t in body.get("topics") or ()]}
+        wanted = (
+            [(t.get("name"), t.get("topicId")) for t in body.get("topics") or ()]
+            if version >= 6
+            else [(n, None) for n in body.get("topicNames") or ()]
+        )
+        return {
+            "throttleTimeMs": 0,
+            "responses": [
+                {"name": n, "topicId": tid or uuid.UUID(int=0), "errorCode": error.code, "errorMessage": text}
+                for n, tid in wanted
+            ],
+        }
+    return {
+        "throttleTimeMs": 0,
+        "results": [
+            {"name": t["name"], "errorCode": error.code, "errorMessage": text}
+            for t in body.get("topics") or ()
+        ],
+    }
