@@ -6,15 +6,17 @@ and a controller failover."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kraftwerk.runtime.admin_client import AdminClient
 from kraftwerk.runtime.local_cluster import LocalCluster
-from tests.cluster.helpers import cluster_up, wait_topic_on_brokers
+from tests.cluster.helpers import cli, cluster_up, wait_topic_on_brokers
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop, pytest.mark.timeout(240)]
 
@@ -69,6 +71,10 @@ def test_kafka_python_describe_and_alter(cluster: LocalCluster) -> None:
         assert "86400000" in str(described) and "segment.bytes" not in str(described)  # modified only
     finally:
         admin.close()
+
+
+def _check_in(text: str, part: str) -> None:
+    assert part in text
 
 
 def _check_value(cluster: LocalCluster, rtype: str, name: str, key: str, value: str) -> None:
@@ -156,3 +162,47 @@ def test_dynamic_configs_survive_restarts_and_failover(cluster: LocalCluster) ->
     cluster.start(cluster.node(active))
     cluster.wait_ready([cluster.node(active)])
     _wait_for(lambda: check("7200000"))
+
+
+def test_kraftwerk_configs_matches_kafka_configs(cluster: LocalCluster, tmp_path: Path) -> None:
+    bs = ("--bootstrap-server", cluster.bootstrap_servers)
+    code, out, err = cli("configs", *bs, "--alter", "--entity-type", "topics", "--entity-name", TOPIC,
+                         "--add-config", "retention.bytes=5000,cleanup.policy=[compact,delete]")
+    assert (code, out) == (0, f"Completed updating config for topic {TOPIC}.\n"), err
+
+    def described() -> None:
+        code, out, _ = cli("configs", *bs, "--describe", "--entity-type", "topics", "--entity-name", TOPIC)
+        assert code == 0
+        lines = out.splitlines()
+        assert lines[0] == f"Dynamic configs for topic {TOPIC} are:"
+        assert "  retention.bytes=5000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.bytes=5000, " \
+               "DEFAULT_CONFIG:log.retention.bytes=-1}" in lines
+        assert any(line.startswith("  cleanup.policy=compact,delete sensitive=false") for line in lines)
+
+    _wait_for(described)
+    code, _, err = cli("configs", *bs, "--alter", "--topic", TOPIC, "--delete-config", "no.such.config")
+    assert (code, err.strip()) == (1, "Invalid config(s): no.such.config")
+    code, _, err = cli("configs", *bs, "--alter", "--topic", TOPIC, "--add-config", "segment.bytes=1")
+    assert code == 1 and err.strip().endswith(
+        "INVALID_CONFIG: Invalid value 1 for configuration segment.bytes: Value must be at least 14")
+    settings = tmp_path / "defaults.properties"
+    settings.write_text("log.cleaner.threads=2\n")
+    code, out, _ = cli("configs", *bs, "--alter", "--entity-type", "brokers", "--entity-default",
+                       "--add-config-file", str(settings))
+    assert (code, out) == (0, "Completed updating default config for brokers in the cluster.\n")
+    _wait_for(lambda: _check_in(cli("configs", *bs, "--describe", "--broker-defaults")[1], "log.cleaner.threads=2"))
+    assert cli("configs", *bs, "--alter", "--broker-defaults", "--delete-config", "log.cleaner.threads")[0] == 0
+    controllers = ("--bootstrap-controller", cluster.bootstrap_controllers)
+    code, out, _ = cli("configs", *controllers, "--describe", "--entity-type", "brokers", "--entity-default",
+                       "--output", "json")
+    [default] = json.loads(out)
+    assert default["entityName"] == "" and "log.cleaner.threads" not in {c["name"] for c in default["configs"]}
+    broker = str(cluster.brokers[0].node_id)
+    code, out, _ = cli("configs", *bs, "--describe", "--broker", broker, "--all")
+    assert out.splitlines()[0] == f"All configs for broker {broker} are:"
+    assert f"  node.id={broker} sensitive=false synonyms={{STATIC_BROKER_CONFIG:node.id={broker}}}" in out
+    code, out, _ = cli("configs", *bs, "--alter", "--broker-logger", broker, "--add-config",
+                       "kraftwerk.controller=DEBUG")
+    assert (code, out) == (0, f"Completed updating config for broker-logger {broker}.\n")
+    code, out, _ = cli("configs", *bs, "--describe", "--broker-logger", broker)
+    assert "  kraftwerk.controller=DEBUG sensitive=false synonyms={}" in out.splitlines()
