@@ -119,8 +119,8 @@ def test_confluent_kafka_invalid_config_and_password(cluster: LocalCluster) -> N
     _incremental(cluster, "broker", broker, **{"listener.name.plaintext.ssl.key.password": "s3cret"})
 
     def sensitive() -> None:
-        entry = _describe(cluster, "broker", broker)["listener.name.plaintext.ssl.key.password"]
-        assert entry.is_sensitive and entry.value is None
+        entry = _describe(cluster, "broker", broker).get("listener.name.plaintext.ssl.key.password")
+        assert entry is not None and entry.is_sensitive and entry.value is None
 
     _wait_for(sensitive)
 
@@ -166,8 +166,17 @@ def test_dynamic_configs_survive_restarts_and_failover(cluster: LocalCluster) ->
 
 def test_kraftwerk_configs_matches_kafka_configs(cluster: LocalCluster, tmp_path: Path) -> None:
     bs = ("--bootstrap-server", cluster.bootstrap_servers)
-    code, out, err = cli("configs", *bs, "--alter", "--entity-type", "topics", "--entity-name", TOPIC,
-                         "--add-config", "retention.bytes=5000,cleanup.policy=[compact,delete]")
+    code, out, err = cli(
+        "configs",
+        *bs,
+        "--alter",
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        TOPIC,
+        "--add-config",
+        "retention.bytes=5000,cleanup.policy=[compact,delete]",
+    )
     assert (code, out) == (0, f"Completed updating config for topic {TOPIC}.\n"), err
 
     def described() -> None:
@@ -175,8 +184,10 @@ def test_kraftwerk_configs_matches_kafka_configs(cluster: LocalCluster, tmp_path
         assert code == 0
         lines = out.splitlines()
         assert lines[0] == f"Dynamic configs for topic {TOPIC} are:"
-        assert "  retention.bytes=5000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.bytes=5000, " \
-               "DEFAULT_CONFIG:log.retention.bytes=-1}" in lines
+        assert (
+            "  retention.bytes=5000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.bytes=5000, "
+            "DEFAULT_CONFIG:log.retention.bytes=-1}" in lines
+        )
         assert any(line.startswith("  cleanup.policy=compact,delete sensitive=false") for line in lines)
 
     _wait_for(described)
@@ -184,25 +195,46 @@ def test_kraftwerk_configs_matches_kafka_configs(cluster: LocalCluster, tmp_path
     assert (code, err.strip()) == (1, "Invalid config(s): no.such.config")
     code, _, err = cli("configs", *bs, "--alter", "--topic", TOPIC, "--add-config", "segment.bytes=1")
     assert code == 1 and err.strip().endswith(
-        "INVALID_CONFIG: Invalid value 1 for configuration segment.bytes: Value must be at least 14")
+        "INVALID_CONFIG: Invalid value 1 for configuration segment.bytes: Value must be at least 14"
+    )
     settings = tmp_path / "defaults.properties"
     settings.write_text("log.cleaner.threads=2\n")
-    code, out, _ = cli("configs", *bs, "--alter", "--entity-type", "brokers", "--entity-default",
-                       "--add-config-file", str(settings))
+    code, out, _ = cli(
+        "configs",
+        *bs,
+        "--alter",
+        "--entity-type",
+        "brokers",
+        "--entity-default",
+        "--add-config-file",
+        str(settings),
+    )
     assert (code, out) == (0, "Completed updating default config for brokers in the cluster.\n")
-    _wait_for(lambda: _check_in(cli("configs", *bs, "--describe", "--broker-defaults")[1], "log.cleaner.threads=2"))
-    assert cli("configs", *bs, "--alter", "--broker-defaults", "--delete-config", "log.cleaner.threads")[0] == 0
+    _wait_for(
+        lambda: _check_in(cli("configs", *bs, "--describe", "--broker-defaults")[1], "log.cleaner.threads=2")
+    )
+    assert (
+        cli("configs", *bs, "--alter", "--broker-defaults", "--delete-config", "log.cleaner.threads")[0] == 0
+    )
     controllers = ("--bootstrap-controller", cluster.bootstrap_controllers)
-    code, out, _ = cli("configs", *controllers, "--describe", "--entity-type", "brokers", "--entity-default",
-                       "--output", "json")
-    [default] = json.loads(out)
-    assert default["entityName"] == "" and "log.cleaner.threads" not in {c["name"] for c in default["configs"]}
+
+    def default_without_cleaner_threads() -> None:
+        out = cli("configs", *controllers, "--describe", "--broker-defaults", "--output", "json")[1]
+        [default] = json.loads(out)
+        assert default["entityName"] == ""
+        assert "log.cleaner.threads" not in {c["name"] for c in default["configs"]}
+
+    _wait_for(default_without_cleaner_threads)
     broker = str(cluster.brokers[0].node_id)
     code, out, _ = cli("configs", *bs, "--describe", "--broker", broker, "--all")
     assert out.splitlines()[0] == f"All configs for broker {broker} are:"
-    assert f"  node.id={broker} sensitive=false synonyms={{STATIC_BROKER_CONFIG:node.id={broker}}}" in out
-    code, out, _ = cli("configs", *bs, "--alter", "--broker-logger", broker, "--add-config",
-                       "kraftwerk.controller=DEBUG")
+    assert (
+        f"  node.id={broker} sensitive=false synonyms={{STATIC_BROKER_CONFIG:node.id={broker}, "
+        "DEFAULT_CONFIG:node.id=-1}"
+    ) in out.splitlines()
+    code, out, _ = cli(
+        "configs", *bs, "--alter", "--broker-logger", broker, "--add-config", "kraftwerk.controller=DEBUG"
+    )
     assert (code, out) == (0, f"Completed updating config for broker-logger {broker}.\n")
     code, out, _ = cli("configs", *bs, "--describe", "--broker-logger", broker)
     assert "  kraftwerk.controller=DEBUG sensitive=false synonyms={}" in out.splitlines()

@@ -91,25 +91,44 @@ def test_confluent_kafka_topics(cluster: LocalCluster) -> None:
 def test_kraftwerk_topics_matches_kafka_topics(cluster: LocalCluster) -> None:
     bs = ("--bootstrap-server", cluster.bootstrap_servers)
     ids = sorted(b.node_id for b in cluster.brokers)
-    code, out, _ = cli("topics", *bs, "--create", "--topic", "cli.t", "--partitions", "2", "--replication-factor",
-                       "2", "--config", "retention.ms=1000")
+    code, out, _ = cli(
+        "topics",
+        *bs,
+        "--create",
+        "--topic",
+        "cli.t",
+        "--partitions",
+        "2",
+        "--replication-factor",
+        "2",
+        "--config",
+        "retention.ms=1000",
+    )
     assert code == 0 and out.splitlines() == [COLLISION_WARNING, "Created topic cli.t."]
     assignment = f"{ids[0]}:{ids[1]},{ids[1]}:{ids[2]}"
     assert cli("topics", *bs, "--create", "--topic", "cli-m", "--replica-assignment", assignment)[0] == 0
     wait_topic_on_brokers(cluster, "cli-m")
     code, out, _ = cli("topics", *bs, "--describe", "--topic", "cli-m")
     head, p0, p1 = out.splitlines()
-    assert re.fullmatch(r"Topic: cli-m\tTopicId: [A-Za-z0-9_-]{22}\tPartitionCount: 2\tReplicationFactor: 2\t"
-                        r"Configs: .*", head)
-    assert p0 == f"\tTopic: cli-m\tPartition: 0\tLeader: {ids[0]}\tReplicas: {ids[0]},{ids[1]}\tIsr: " \
-                 f"{ids[0]},{ids[1]}\tElr: \tLastKnownElr: "
+    assert re.fullmatch(
+        r"Topic: cli-m\tTopicId: [A-Za-z0-9_-]{22}\tPartitionCount: 2\tReplicationFactor: 2\t"
+        r"Configs: .*",
+        head,
+    )
+    assert (
+        p0 == f"\tTopic: cli-m\tPartition: 0\tLeader: {ids[0]}\tReplicas: {ids[0]},{ids[1]}\tIsr: "
+        f"{ids[0]},{ids[1]}\tElr: \tLastKnownElr: "
+    )
     assert p1.startswith(f"\tTopic: cli-m\tPartition: 1\tLeader: {ids[1]}\t")
     code, out, _ = cli("topics", *bs, "--describe", "--topic", "cli.t", "--output", "json")
     [described] = json.loads(out)
     assert described["configs"]["retention.ms"] == "1000" and described["partitionCount"] == 2
     assert cli("topics", *bs, "--alter", "--topic", "cli.t", "--partitions", "4") == (0, "", "")
     code, _, err = cli("topics", *bs, "--alter", "--topic", "cli.t", "--partitions", "4")
-    assert (code, err.strip()) == (1, "Error while executing topic command : Topic already has 4 partition(s).")
+    assert (code, err.strip()) == (
+        1,
+        "Error while executing topic command : Topic already has 4 partition(s).",
+    )
     code, _, err = cli("topics", *bs, "--create", "--topic", "cli-m")
     assert (code, err.strip()) == (1, "Error while executing topic command : Topic 'cli-m' already exists.")
     assert cli("topics", *bs, "--create", "--topic", "cli-m", "--if-not-exists")[0] == 0
@@ -117,6 +136,8 @@ def test_kraftwerk_topics_matches_kafka_topics(cluster: LocalCluster) -> None:
     assert {"cli.t", "cli-m"} <= set(out.splitlines())
     assert cli("topics", *bs, "--delete", "--topic", "cli.t") == (0, "", "")
     code, _, err = cli("topics", *bs, "--describe", "--topic", "nope")
-    assert (code, err.strip()) == (1, "Error while executing topic command : Topic 'nope' does not exist as "
-                                      "expected")
+    assert (code, err.strip()) == (
+        1,
+        "Error while executing topic command : Topic 'nope' does not exist as expected",
+    )
     assert cli("topics", *bs, "--delete", "--topic", "nope", "--if-exists")[0] == 0

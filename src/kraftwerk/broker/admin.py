@@ -42,9 +42,9 @@ def logger_levels(prefix: str = "kraftwerk") -> dict[str, str]:
     """The live loggers as Kafka's DescribeConfigs on BROKER_LOGGER lists them: ``root`` and every
     logger under ``prefix``, with its effective level."""
     out = {ROOT_LOGGER: _level_name(logging.getLogger().getEffectiveLevel())}
-    for name, logger in sorted(logging.root.manager.loggerDict.items()):
-        if (name == prefix or name.startswith(prefix + ".")) and isinstance(logger, logging.Logger):
-            out[name] = _level_name(logger.getEffectiveLevel())
+    for name in sorted(logging.root.manager.loggerDict):  # package names (placeholders) included
+        if name == prefix or name.startswith(prefix + "."):
+            out[name] = _level_name(logging.getLogger(name).getEffectiveLevel())
     return out
 
 
