@@ -19,7 +19,15 @@ pytestmark = [pytest.mark.cluster, pytest.mark.interop, pytest.mark.timeout(180)
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with cluster_up(tmp_path_factory.mktemp("topics"), "--controllers", "1", "--brokers", "3") as up:
+    with cluster_up(
+        tmp_path_factory.mktemp("topics"),
+        "--controllers",
+        "1",
+        "--brokers",
+        "3",
+        "--config",
+        "num.partitions=2",
+    ) as up:
         yield up
 
 
@@ -132,6 +140,10 @@ def test_kraftwerk_topics_matches_kafka_topics(cluster: LocalCluster) -> None:
     code, _, err = cli("topics", *bs, "--create", "--topic", "cli-m")
     assert (code, err.strip()) == (1, "Error while executing topic command : Topic 'cli-m' already exists.")
     assert cli("topics", *bs, "--create", "--topic", "cli-m", "--if-not-exists")[0] == 0
+    # no --partitions: the controller's num.partitions, set by `cluster up --config`
+    assert cli("topics", *bs, "--create", "--topic", "cli-default")[0] == 0
+    wait_topic_on_brokers(cluster, "cli-default")
+    assert "\tPartitionCount: 2\t" in cli("topics", *bs, "--describe", "--topic", "cli-default")[1]
     code, out, _ = cli("topics", *bs, "--list")
     assert {"cli.t", "cli-m"} <= set(out.splitlines())
     assert cli("topics", *bs, "--delete", "--topic", "cli.t") == (0, "", "")
