@@ -20,6 +20,13 @@ from typing import Any
 
 from kraftwerk.config import BrokerConfigLayers, parse_broker_config
 from kraftwerk.controller import features as fc
+from kraftwerk.controller.auto_upgrade import (
+    AUTO_UPGRADE,
+    AutoUpgrade,
+    AutoUpgradeTimer,
+    auto_upgrade_settings,
+    static_metadata_version,
+)
 from kraftwerk.controller.common import (
     ImageReplayer,
     api_versions_body,
@@ -238,6 +245,9 @@ class QuorumController:
         self.static_configs = dict(static_configs or {})
         """This node's ``server.properties`` (the topic defaults it validates and places with)."""
         self.rng = rng if rng is not None else random.Random(incarnation_id.int)
+        self.static_metadata_version = static_metadata_version(self.static_configs, software)
+        """KIP-920: the level this controller upgrades the cluster to while auto-upgrade is on."""
+        self._auto_upgrade_timer = AutoUpgradeTimer()
         self.cluster_id = cluster_id
         self.software = software
         self.voters = tuple(voters)
@@ -349,6 +359,7 @@ class QuorumController:
         self._active = leader_id == self.node_id
         self._inflight_brokers.clear()
         self._inflight_levels.clear()
+        self._auto_upgrade_timer.reset()
         if not self._active:
             if was_active:
                 log.info("[QuorumController id=%d] Renouncing leadership at epoch %d", self.node_id, epoch)
@@ -391,6 +402,8 @@ class QuorumController:
             for b, t in self._last_contact.items()
             if self._unfenced(b) and b not in self._fencing
         ]
+        if self._auto_upgrade_timer.next_check_ms is not None:
+            deadlines.append(self._auto_upgrade_timer.next_check_ms)
         return min(deadlines) if deadlines else None
 
     def tick(self, now_ms: int) -> list[MetadataRecord]:
@@ -412,7 +425,37 @@ class QuorumController:
                 out.append(self._fence_record(broker, in_controlled_shutdown=False))
                 self._fencing.add(broker_id)
         out.extend(self._self_registration())
+        out.extend(self._auto_upgrade(now_ms))
         return out
+
+    def auto_upgrade_settings(self) -> AutoUpgrade:
+        """KIP-920's settings in force on this controller."""
+        return auto_upgrade_settings(
+            self.image, self.node_id, self.static_configs, self.static_metadata_version
+        )
+
+    def _auto_upgrade(self, now_ms: int) -> list[MetadataRecord]:
+        """KIP-920: raise metadata.version to this controller's static value when due, through the
+        UpdateFeatures checks; never lower it; a refusal is logged and retried next interval."""
+        settings = self.auto_upgrade_settings()
+        if not self._auto_upgrade_timer.due(settings, now_ms) or settings.target is None:
+            return []
+        state = self.feature_state()
+        current, target = state.metadata_version, settings.target
+        if target.feature_level <= current.feature_level:
+            return []
+        update = fc.FeatureUpdate(FEATURE_NAME, target.feature_level, fc.UpgradeType.UPGRADE)
+        image = self.image
+        outcome = fc.update_features(state, [update], losses_at=lambda mv: image_losses(image, mv))
+        if not outcome.ok:
+            log.warning("[QuorumController id=%d] Automatic upgrade of metadata.version from %s to %s "
+                        "refused (retrying in %d ms): %s", self.node_id, current, target,
+                        settings.interval_ms, outcome.message)
+            return []
+        log.info("[QuorumController id=%d] Automatically upgrading metadata.version from %s to %s "
+                 "(%s=true).", self.node_id, current, target, AUTO_UPGRADE)
+        self._inflight_levels[FEATURE_NAME] = target.feature_level
+        return self._elr_config_records(outcome.records) + list(outcome.records)
 
     def _unfenced(self, broker_id: int) -> bool:
         broker = self.image.cluster.brokers.get(broker_id)
@@ -617,6 +660,11 @@ class QuorumController:
         updates = parse_feature_updates(version, body)
         state = self.feature_state()
         image = self.image
+        refusal = self.auto_upgrade_settings().manual_change_error(
+            version, state.metadata_version, {u.feature: u.level for u in updates}
+        )
+        if refusal is not None:
+            return Respond(update_features_error_body(version, [u.feature for u in updates], *refusal))
 
         def losses_at(mv: MetadataVersion) -> tuple[str, ...]:
             return image_losses(image, mv)
