@@ -62,7 +62,7 @@ def test_static_metadata_version_values() -> None:
     assert static_metadata_version({"metadata.version": "4.0"}, software) is MV("4.0-IV3")
     assert static_metadata_version({"inter.broker.protocol.version": "3.9-IV0"}, software) is MV("3.9-IV0")
     assert static_metadata_version({}, software) is None
-    with pytest.raises(ConfigError, match="Invalid value bogus for configuration metadata.version"):
+    with pytest.raises(ConfigError, match=r"Invalid value bogus for configuration metadata\.version"):
         static_metadata_version({"metadata.version": "bogus"}, software)
     with pytest.raises(ConfigError, match=r"software \(3.9\) supports metadata.version 3.0-IV1 to 3.9-IV0"):
         static_metadata_version({"metadata.version": "4.0-IV3"}, SoftwareVersion.for_release("3.9"))
