@@ -106,6 +106,7 @@ OTHER_FEATURES = (
     ("share.version", 1),
     ("streams.version", 1),
 )
+AUTO_UPGRADE_INTERVAL_MS = 500
 OLD_RELEASES = tuple(r for r in known_releases() if "3.6" <= r < LATEST_RELEASE)
 
 
@@ -157,6 +158,9 @@ class LifecycleConfig:
     convergence_bound_ms: int = 30_000
     wire: bool = True
     sabotage: Sabotage | None = None
+    auto_upgrade_targets: tuple[str | None, ...] | None = None
+    """KIP-920: each voter's static metadata.version (None: none), with auto-upgrade on every
+    AUTO_UPGRADE_INTERVAL_MS; None: off everywhere."""
 
     @property
     def fault_ms(self) -> int:
@@ -278,6 +282,13 @@ class _Machine:
         seeded = random.Random(f"{sim.config.seed}/{nid}/{incarnation}")
         incarnation_id = uuid.UUID(int=seeded.getrandbits(128))
         if nid in sim.cluster_voters:
+            targets = sim.config.auto_upgrade_targets
+            target = None if targets is None else targets[sim.cluster_voters.index(nid)]
+            static = {} if targets is None else {
+                "auto.upgrade.metadata.version": "true",
+                "auto.upgrade.metadata.version.interval.ms": str(AUTO_UPGRADE_INTERVAL_MS),
+                **({} if target is None else {"metadata.version": target}),
+            }
             self.controller = QuorumController(
                 nid,
                 sim.cluster_id,
@@ -287,6 +298,7 @@ class _Machine:
                 session_timeout_ms=SESSION_TIMEOUT_MS,
                 listeners=[Endpoint("CONTROLLER", f"node{nid}", 9093, 0)],
                 incarnation_id=incarnation_id,
+                static_configs=static,
             )
         else:
             self.broker = BrokerNode(
