@@ -8,8 +8,8 @@ every request as Kafka's request logger would.
 
 What a client cannot do against kraftwerk yet, and why:
 
-- all three: create/delete topics and alter configs (CreateTopics, DeleteTopics,
-  IncrementalAlterConfigs are not served yet: the admin plane), produce and consume (no data plane);
+- all three: produce and consume (no data plane); the admin plane (topics and configs) is served and
+  tested with the clients' own admin calls in ``test_admin_topics.py`` and ``test_admin_configs.py``;
 - confluent-kafka and aiokafka: describe_cluster works, but is answered from Metadata (librdkafka
   and aiokafka send no DescribeCluster);
 - confluent-kafka: no feature API in librdkafka (describe/update features).
