@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from kraftwerk.controller import QuorumController
+from kraftwerk.controller.feature_control import FeatureControlManager
 from kraftwerk.controller import features as fc
 from kraftwerk.image.writer import image_losses
 from kraftwerk.protocol.frame import MetadataRecord
@@ -84,7 +84,7 @@ def test_the_property_catches_a_flip_flop(monkeypatch: pytest.MonkeyPatch) -> No
     """A controller that also *lowers* the level to its target (the KIP's rejected alternative)
     flip-flops under failover, and the property sees it."""
 
-    def both_ways(self: QuorumController, now_ms: int) -> list[MetadataRecord]:
+    def both_ways(self: FeatureControlManager, now_ms: int) -> list[MetadataRecord]:
         settings = self.auto_upgrade_settings()
         if not self._auto_upgrade_timer.due(settings, now_ms) or settings.target is None:
             return []
@@ -97,7 +97,7 @@ def test_the_property_catches_a_flip_flop(monkeypatch: pytest.MonkeyPatch) -> No
             if target > state.metadata_version.feature_level
             else fc.UpgradeType.UNSAFE_DOWNGRADE
         )
-        image = self.image
+        image = self._c.image
         outcome = fc.update_features(
             state,
             [fc.FeatureUpdate(FEATURE_NAME, target, kind)],
@@ -105,7 +105,7 @@ def test_the_property_catches_a_flip_flop(monkeypatch: pytest.MonkeyPatch) -> No
         )
         return list(outcome.records) if outcome.ok else []
 
-    monkeypatch.setattr(QuorumController, "_auto_upgrade", both_ways)
+    monkeypatch.setattr(FeatureControlManager, "auto_upgrade", both_ways)
     found = False
     for seed in SEEDS:
         _, sim = _run(seed)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kraftwerk.config import (
     BROKER_CONFIGS,
@@ -30,13 +30,18 @@ from kraftwerk.config import (
     validate_broker_update,
     validate_topic_configs,
 )
-from kraftwerk.controller.effects import Body
+from kraftwerk.controller.effects import AppendThenRespond, Body, Respond
 from kraftwerk.controller.errors import ApiError
+from kraftwerk.controller.responses import alter_error_body
 from kraftwerk.controller.topics import topic_name_error
 from kraftwerk.image.model import ConfigResource, MetadataImage
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.protocol.registry import lookup_record
+from kraftwerk.protocol.routing import Request
+
+if TYPE_CHECKING:
+    from kraftwerk.controller.quorum import QuorumController
 
 log = logging.getLogger(__name__)
 
@@ -375,17 +380,31 @@ def _describe_resource(
     raise ApiError(Errors.INVALID_REQUEST, f"Unsupported resource type {rtype}")
 
 
-def alter_error_body(error: Errors, message: str | None, body: Mapping[str, Any]) -> Body:
-    """An AlterConfigs / IncrementalAlterConfigs response refusing every resource with ``error``."""
-    return {
-        "throttleTimeMs": 0,
-        "responses": [
-            {
-                "errorCode": error.code,
-                "errorMessage": message,
-                "resourceType": r["resourceType"],
-                "resourceName": r["resourceName"],
-            }
-            for r in body.get("resources") or ()
-        ],
-    }
+class ConfigurationControlManager:
+    """The controller's config RPCs (Kafka's ``ConfigurationControlManager`` and, for
+    DescribeConfigs, ``ConfigHelper``), each judged by a :class:`ConfigControl` over the
+    committed image and the controller's config layers."""
+
+    def __init__(self, controller: QuorumController) -> None:
+        self._c = controller
+
+    def _control(self) -> ConfigControl:
+        c = self._c
+        return ConfigControl(c.image, c.config_layers(), c.voters)
+
+    def alter_configs(self, request: Request) -> Respond | AppendThenRespond:
+        return _reply(request, *self._control().alter_configs(request.body))
+
+    def incremental_alter_configs(self, request: Request) -> Respond | AppendThenRespond:
+        return _reply(request, *self._control().incremental_alter_configs(request.body))
+
+    def describe_configs(self, request: Request) -> Respond:
+        c = self._c
+        return Respond(describe_configs(c.image, c.node_id, c.static_configs, request.version, request.body))
+
+
+def _reply(request: Request, records: list[MetadataRecord], response: Body) -> Respond | AppendThenRespond:
+    if not records:
+        return Respond(response)
+    refusal = alter_error_body(Errors.NOT_CONTROLLER, None, request.body)
+    return AppendThenRespond(tuple(records), response, atomic=True, not_controller_body=refusal)

@@ -15,21 +15,27 @@ import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kraftwerk.config import (
     BrokerConfigLayers,
     ConfigError,
     ConfigResourceType,
     describe_topic,
+    parse_broker_config,
     validate_topic_configs,
 )
-from kraftwerk.controller.effects import Body
+from kraftwerk.controller.effects import AppendThenRespond, Body, Respond
 from kraftwerk.controller.errors import ApiError
+from kraftwerk.controller.responses import topics_error_body
 from kraftwerk.image.model import DIR_MIGRATING, DIR_UNASSIGNED, BrokerRegistration, MetadataImage
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.protocol.registry import lookup_record
+from kraftwerk.protocol.routing import Request
+
+if TYPE_CHECKING:
+    from kraftwerk.controller.quorum import QuorumController
 
 log = logging.getLogger(__name__)
 
@@ -491,45 +497,36 @@ def _default_dir(broker: BrokerRegistration | None) -> uuid.UUID:
     return DIR_UNASSIGNED
 
 
-def topics_error_body(
-    api_key: int, version: int, error: Errors, message: str | None, body: Mapping[str, Any]
-) -> Body:
-    """A CreateTopics (19), DeleteTopics (20) or CreatePartitions (37) response refusing every
-    topic of ``body`` with ``error`` (NOT_CONTROLLER, a request-level failure)."""
-    text = message if message is not None else error.describe()
-    if api_key == 19:
-        return {
-            "throttleTimeMs": 0,
-            "topics": [
-                {
-                    "name": t["name"],
-                    "topicId": uuid.UUID(int=0),
-                    "errorCode": error.code,
-                    "errorMessage": text,
-                    "numPartitions": -1,
-                    "replicationFactor": -1,
-                    "configs": None,
-                }
-                for t in body.get("topics") or ()
-            ],
-        }
-    if api_key == 20:
-        wanted = (
-            [(t.get("name"), t.get("topicId")) for t in body.get("topics") or ()]
-            if version >= 6
-            else [(n, None) for n in body.get("topicNames") or ()]
+class ReplicationControlManager:
+    """The controller's topic RPCs (Kafka's ``ReplicationControlManager``): each judged by a
+    :class:`TopicControl` over the committed image, the controller's config layers and its
+    ``num.partitions`` / ``default.replication.factor``."""
+
+    def __init__(self, controller: QuorumController) -> None:
+        self._c = controller
+
+    def _control(self) -> TopicControl:
+        c = self._c
+        parsed = parse_broker_config(c.static_configs)
+        defaults = TopicDefaults(
+            parsed.integer("num.partitions"), parsed.integer("default.replication.factor")
         )
-        return {
-            "throttleTimeMs": 0,
-            "responses": [
-                {"name": n, "topicId": tid or uuid.UUID(int=0), "errorCode": error.code, "errorMessage": text}
-                for n, tid in wanted
-            ],
-        }
-    return {
-        "throttleTimeMs": 0,
-        "results": [
-            {"name": t["name"], "errorCode": error.code, "errorMessage": text}
-            for t in body.get("topics") or ()
-        ],
-    }
+        return TopicControl(c.image, c.rng, c.config_layers(), defaults)
+
+    def create_topics(self, request: Request) -> Respond | AppendThenRespond:
+        return _reply(request, *self._control().create_topics(request.body))
+
+    def delete_topics(self, request: Request) -> Respond | AppendThenRespond:
+        return _reply(request, *self._control().delete_topics(request.version, request.body))
+
+    def create_partitions(self, request: Request) -> Respond | AppendThenRespond:
+        return _reply(request, *self._control().create_partitions(request.body))
+
+
+def _reply(request: Request, records: list[MetadataRecord], response: Body) -> Respond | AppendThenRespond:
+    """The records to append atomically then the response; NOT_CONTROLLER for every topic if the
+    append fails."""
+    if not records:
+        return Respond(response)
+    refusal = topics_error_body(request.api_key, request.version, Errors.NOT_CONTROLLER, None, request.body)
+    return AppendThenRespond(tuple(records), response, atomic=True, not_controller_body=refusal)
