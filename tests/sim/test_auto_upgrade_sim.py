@@ -10,8 +10,8 @@ import random
 
 import pytest
 
-from kraftwerk.controller.feature_control import FeatureControlManager
 from kraftwerk.controller import features as fc
+from kraftwerk.controller.feature_control import FeatureControlManager
 from kraftwerk.image.writer import image_losses
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.sim.lifecycle import MV_LADDER, LifecycleConfig, LifecycleSim, Mix
