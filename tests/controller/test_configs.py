@@ -228,3 +228,39 @@ def test_controller_describes_configs() -> None:
     [entry] = topic["configs"]
     assert (entry["value"], entry["configSource"], entry["configType"]) == ("60000", 3, 5)
     assert entry["documentation"] and [s["source"] for s in entry["synonyms"]][:1] == [3]
+
+
+def test_kip_1294_rule_at_4_4_iv1_on_alter_and_create() -> None:
+    """#20 item 5: at 4.4-IV1 a topic's segment.bytes below 3 MiB is INVALID_CONFIG naming the rule
+    and the level, on AlterConfigs and on CreateTopics; nothing is written; 4 MiB passes."""
+    log = Log()
+    ctl = controller(bootstrap_records=default_bootstrap_records(MetadataVersion.IBP_4_4_IV1), release="4.4")
+    log.controllers.append(ctl)
+    activate(log, ctl)
+    b = broker(2, release="4.4")
+    log.join(b)
+    for t in (0, 100):
+        drive_broker(log, ctl, b, t)
+    body = {
+        "topics": [
+            {
+                "name": "t",
+                "numPartitions": 1,
+                "replicationFactor": 1,
+                "assignments": [],
+                "configs": [{"name": "segment.bytes", "value": "1048576"}],
+            }
+        ],
+        "timeoutMs": 1,
+    }
+    before = log.end
+    [refused] = call(log, ctl, 19, 7, body)["topics"]
+    assert refused["errorCode"] == Errors.INVALID_CONFIG.code and log.end == before
+    assert refused["errorMessage"].startswith("Invalid value 1048576 for configuration segment.bytes")
+    assert refused["errorMessage"].endswith("(since metadata.version 4.4-IV1)")
+    body["topics"][0]["configs"] = []
+    assert call(log, ctl, 19, 7, body)["topics"][0]["errorCode"] == 0
+    code, message = _incremental(log, ctl, TOPIC, "t", ("segment.bytes", 0, "1048576"))
+    assert code == Errors.INVALID_CONFIG.code and str(message).endswith("(since metadata.version 4.4-IV1)")
+    assert "segment.bytes" not in _configs(ctl, TOPIC, "t")
+    assert _incremental(log, ctl, TOPIC, "t", ("segment.bytes", 0, "4194304")) == (0, None)
