@@ -3,15 +3,15 @@
 Kafka's ReplicationControlManager, the part the data plane needs: a leader asks to shrink or expand
 its ISR; a fenced or shutting-down broker leaves every ISR and loses its leaderships to the next
 in-sync replica (unclean election stays off: no ISR member, no leader); an unfenced broker takes
-the leadership of partitions left without one when it is in their ISR. Also the records of a new
-topic (round-robin replica assignment over unfenced brokers), which CreateTopics writes.
+the leadership of partitions left without one when it is in their ISR. CreateTopics is
+:mod:`kraftwerk.controller.topics`'.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kraftwerk.controller.common import rec
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class ReplicationControlManager:
-    """The active controller's handlers of CreateTopics and AlterPartition (Kafka's
+class PartitionControlManager:
+    """The active controller's AlterPartition handler (the ISR half of Kafka's
     ReplicationControlManager): judged against the committed image, answered once appended."""
 
     def __init__(self, controller: QuorumController) -> None:
@@ -40,11 +40,6 @@ class ReplicationControlManager:
         mv = self._c.image.metadata_version
         assert mv is not None  # routes are active-only: the metadata.version has committed
         return mv
-
-    def create_topics(self, request: Request) -> Respond | AppendThenRespond:
-        records, response = create_topics(self._c.image, self._mv(), request.version, request.body,
-                                          self._c.next_offset, self._c.cluster_id)
-        return self._reply(request, records, response)
 
     def alter_partition(self, request: Request) -> Respond | AppendThenRespond:
         records, response = alter_partition(self._c.image, self._mv(), request.version, request.body)
@@ -65,43 +60,6 @@ def change_record(mv: MetadataVersion, topic_id: uuid.UUID, pid: int, **changes:
     value: dict[str, Any] = {"partitionId": pid, "topicId": topic_id}
     value.update(changes)
     return rec("PartitionChangeRecord", mv.partition_change_record_version(), value)
-
-
-def new_topic_records(image: MetadataImage, mv: MetadataVersion, name: str, topic_id: uuid.UUID,
-                      assignment: Sequence[Sequence[int]], configs: Mapping[str,
-                                                                            str]) -> list[MetadataRecord]:
-    """TopicRecord, one PartitionRecord per partition (leader: the first alive replica), the
-    topic's ConfigRecords."""
-    alive = {b.id for b in image.cluster.brokers.values() if not b.fenced}
-    records = [rec("TopicRecord", 0, {"name": name, "topicId": topic_id})]
-    for pid, replicas in enumerate(assignment):
-        isr = [r for r in replicas if r in alive]
-        leader = isr[0] if isr else NO_LEADER
-        value: dict[str, Any] = {
-            "partitionId": pid, "topicId": topic_id, "replicas": list(replicas), "isr": isr,
-            "removingReplicas": [], "addingReplicas": [], "leader": leader, "leaderEpoch": 0,
-            "partitionEpoch": 0,
-        }
-        version = mv.partition_record_version()
-        if version >= 1:
-            value["directories"] = [uuid.UUID(int=0)] * len(replicas)
-        records.append(rec("PartitionRecord", version, value))
-    for key, val in sorted(configs.items()):
-        records.append(rec("ConfigRecord", 0, {"resourceType": 2, "resourceName": name, "name": key,
-                                                "value": val}))
-    return records
-
-
-def assign_replicas(image: MetadataImage, partitions: int, replication_factor: int, start: int = 0
-                    ) -> list[list[int]]:
-    """Round-robin over the unfenced brokers, each partition's replicas consecutive (rack-unaware)."""
-    brokers = sorted(b.id for b in image.cluster.brokers.values() if not b.fenced)
-    if replication_factor > len(brokers):
-        raise ValueError(f"Unable to replicate the partition {replication_factor} time(s): The target "
-                         f"replication factor of {replication_factor} cannot be reached because only "
-                         f"{len(brokers)} broker(s) are registered.")
-    return [[brokers[(start + p + r) % len(brokers)] for r in range(replication_factor)]
-            for p in range(partitions)]
 
 
 # ---------------------------------------------------------------------- fencing and unfencing
@@ -192,60 +150,3 @@ def _alter_error(image: MetadataImage, broker_id: int, reg: PartitionRegistratio
     if any(r not in reg.isr and not _alive(image, r) for r in new_isr):
         return Errors.INELIGIBLE_REPLICA
     return Errors.NONE
-
-
-# ---------------------------------------------------------------------- CreateTopics
-
-def create_topics(image: MetadataImage, mv: MetadataVersion, version: int, body: Mapping[str, Any],
-                  next_offset: int, cluster_id: str) -> tuple[list[MetadataRecord], dict[str, Any]]:
-    """CreateTopics: explicit assignments or round-robin ones (-1: the broker defaults, here 1 and 1).
-
-    The topic id is derived from the cluster id, the name and the offset the TopicRecord will get,
-    so the core stays free of randomness and a re-created topic gets a new id.
-    """
-    records: list[MetadataRecord] = []
-    results = []
-    for i, t in enumerate(body.get("topics", ())):
-        name = t["name"]
-        result: dict[str, Any] = {"name": name, "topicId": uuid.UUID(int=0), "errorCode": 0,
-                                  "errorMessage": None, "numPartitions": -1, "replicationFactor": -1,
-                                  "configs": None}
-        try:
-            if name in image.topics.by_name:
-                raise _CreateError(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-            if t.get("assignments"):
-                assignment = [list(a["brokerIds"]) for a in sorted(t["assignments"],
-                                                                    key=lambda a: a["partitionIndex"])]
-            else:
-                count = t["numPartitions"] if t["numPartitions"] != -1 else 1
-                rf = t["replicationFactor"] if t["replicationFactor"] != -1 else 1
-                if count <= 0:
-                    raise _CreateError(Errors.INVALID_PARTITIONS,
-                                       "Number of partitions was set to an invalid "
-                                       f"non-positive value {count}.")
-                if rf <= 0:
-                    raise _CreateError(Errors.INVALID_REPLICATION_FACTOR, "Replication factor must be larger "
-                                       "than 0, or -1 to use the default value.")
-                try:
-                    assignment = assign_replicas(image, count, rf, start=len(image.topics.by_name) + i)
-                except ValueError as exc:
-                    raise _CreateError(Errors.INVALID_REPLICATION_FACTOR, str(exc)) from None
-        except _CreateError as err:
-            result.update(errorCode=err.error.code, errorMessage=err.text)
-            results.append(result)
-            continue
-        topic_id = uuid.uuid5(uuid.NAMESPACE_URL,
-                              f"kraftwerk:{cluster_id}/{name}/{next_offset + len(records)}")
-        configs = {c["name"]: c["value"] for c in t.get("configs", ()) if c.get("value") is not None}
-        result.update(topicId=topic_id, numPartitions=len(assignment), replicationFactor=len(assignment[0]))
-        results.append(result)
-        if not body.get("validateOnly", False):
-            records.extend(new_topic_records(image, mv, name, topic_id, assignment, configs))
-    return records, {"throttleTimeMs": 0, "topics": results}
-
-
-class _CreateError(Exception):
-    def __init__(self, error: Errors, text: str) -> None:
-        super().__init__(text)
-        self.error = error
-        self.text = text
