@@ -275,7 +275,7 @@ def test_acked_messages_survive_kill_9_of_the_leader(cluster: LocalCluster) -> N
     from kafka import KafkaProducer
 
     topic = "acked-survive"
-    _create_topic(cluster, topic, 1, 3, {"min.insync.replicas": "2", "segment.bytes": "16384"})
+    _create_topic(cluster, topic, 1, 3, {"min.insync.replicas": "2", "segment.bytes": str(1 << 20)})
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all", retries=1_000_000,
                              max_in_flight_requests_per_connection=1, request_timeout_ms=5000,
                              retry_backoff_ms=100, linger_ms=2)
@@ -285,7 +285,7 @@ def test_acked_messages_survive_kill_9_of_the_leader(cluster: LocalCluster) -> N
     def send_forever() -> None:
         i = 0
         while not stop.is_set():
-            value = b"m%06d" % i
+            value = b"m%06d" % i + b"." * 400  # ~1 MiB segments roll during the run
             producer.send(topic, value=value).add_callback(lambda _md, v=value: acked.append(v))
             i += 1
             time.sleep(0.002)
@@ -317,6 +317,9 @@ def test_acked_messages_survive_kill_9_of_the_leader(cluster: LocalCluster) -> N
     consumed = {m[1] for m in _consume_kafka_python(cluster.bootstrap_servers, topic, 1, len(acked))[0]}
     missing = [v for v in acked if v not in consumed]
     assert not missing, f"{len(missing)} of {len(acked)} acknowledged messages were lost"
+    rolled = [b for b in cluster.brokers
+              if len(list((b.data_dir(cluster.root) / f"{topic}-0").glob("*.log"))) > 1]
+    assert rolled, "no segment rolled during the run"
 
 
 # ------------------------------------------------------------------------------ kraftwerk produce|consume
