@@ -21,6 +21,7 @@ from kraftwerk.config import ConfigMap, ParsedConfig, log_dirs, parse_broker_con
 from kraftwerk.config.catalogue.controller import LOG_FILE_CONFIG, SOFTWARE_VERSION_CONFIG
 from kraftwerk.config.errors import ConfigError, ConfigValueError, MissingConfigError
 from kraftwerk.errors import KraftwerkError
+from kraftwerk.runtime.server import ConnectionLimits
 from kraftwerk.versions.software import SoftwareVersion
 
 
@@ -78,6 +79,11 @@ class ServerConfig:
     quorum_request_timeout_ms: int = 2000
     retry_backoff_ms: int = 20
     socket_request_max_bytes: int = 104_857_600
+    max_connections: int = 2**31 - 1
+    max_connections_per_ip: int = 2**31 - 1
+    #: ``max.connections.per.ip.overrides``: IP address → its own limit
+    max_connections_per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
+    connections_max_idle_ms: int = 600_000
     #: ``metadata.max.retention.ms`` and ``metadata.max.retention.bytes`` both -1 (Kafka's
     #: unlimited retention): the metadata log keeps every segment behind its snapshots
     metadata_log_retained: bool = False
@@ -130,6 +136,10 @@ class ServerConfig:
             names = self.controller_listener_names
             return tuple(e for e in self.advertised_listeners if e.listener not in names)
         return self.broker_listeners
+
+    def connection_limits(self) -> ConnectionLimits:
+        return ConnectionLimits(self.max_connections, self.max_connections_per_ip,
+                                self.max_connections_per_ip_overrides, self.connections_max_idle_ms)
 
     # --- the values as given ---------------------------------------------------------------
 
@@ -215,6 +225,11 @@ class ServerConfig:
             quorum_request_timeout_ms=parsed.integer("controller.quorum.request.timeout.ms"),
             retry_backoff_ms=parsed.integer("controller.quorum.retry.backoff.ms"),
             socket_request_max_bytes=parsed.integer("socket.request.max.bytes"),
+            max_connections=parsed.integer("max.connections"),
+            max_connections_per_ip=parsed.integer("max.connections.per.ip"),
+            max_connections_per_ip_overrides=MappingProxyType(
+                _parse_ip_overrides(parsed.text("max.connections.per.ip.overrides"))),
+            connections_max_idle_ms=parsed.integer("connections.max.idle.ms"),
             metadata_log_retained=(parsed.integer("metadata.max.retention.ms"),
                                    parsed.integer("metadata.max.retention.bytes")) == (-1, -1),
             unstable_feature_versions_enable=unstable,
@@ -342,6 +357,24 @@ def _parse_protocol_map(text: str, controller_names: tuple[str, ...], *, explici
         for name in controller_names:
             result.setdefault(name, "PLAINTEXT")
     return result
+
+
+def _parse_ip_overrides(text: str) -> dict[str, int]:
+    """``host:count,...`` (Kafka's ``max.connections.per.ip.overrides``)."""
+    name = "max.connections.per.ip.overrides"
+    out: dict[str, int] = {}
+    for item in (p.strip() for p in text.split(",")):
+        if not item:
+            continue
+        host, colon, count = item.rpartition(":")
+        try:
+            if not colon or not host or int(count) < 0:
+                raise ValueError
+            out[host.strip("[]")] = int(count)
+        except ValueError:
+            raise ConfigError(f"Invalid value {text} for configuration {name}: Map entry '{item}' is not of "
+                              "the form 'host:count' with a count of at least 0") from None
+    return out
 
 
 def _parse_bootstrap_servers(text: str) -> tuple[tuple[str, int], ...]:

@@ -203,7 +203,8 @@ class Node:
         for endpoint in config.listeners:
             server = KafkaServer(_ListenerHandler(self, endpoint.listener), endpoint.host or "0.0.0.0",
                                  endpoint.port, listener=endpoint.listener,
-                                 max_frame_bytes=config.socket_request_max_bytes)
+                                 max_frame_bytes=config.socket_request_max_bytes,
+                                 limits=config.connection_limits())
             await server.start()
             self.servers.append(server)
             log.info("Awaiting socket connections on %s:%d (listener %s).", endpoint.host or "0.0.0.0",

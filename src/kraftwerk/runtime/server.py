@@ -9,7 +9,10 @@ As Kafka's ``SocketServer``: a frame above ``max_frame_bytes`` (``socket.request
 unknown api key, an unsupported version, or a body that does not decode closes the connection; an
 ApiVersions request at a version we do not know gets a v0 UNSUPPORTED_VERSION answer instead.
 Every such refusal is one WARN line naming the peer, the listener, the api and version and the
-reason (rate-limited, where Kafka logs an ERROR with a stack trace each time). At DEBUG, the
+reason (rate-limited, where Kafka logs an ERROR with a stack trace each time). The size prefix is
+checked before the frame is read, so a bad prefix never allocates. :class:`ConnectionLimits` bounds
+what one peer can hold: ``max.connections``, ``max.connections.per.ip`` (with its overrides) and
+``connections.max.idle.ms``. At DEBUG, the
 ``kraftwerk.request`` logger writes one "Completed request:" JSON line per answered request, as
 Kafka's ``kafka.request.logger`` does.
 """
@@ -17,12 +20,13 @@ Kafka's ``kafka.request.logger`` does.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import itertools
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from kraftwerk.protocol import codec
@@ -36,6 +40,19 @@ request_log = logging.getLogger("kraftwerk.request")
 #: Requests a single connection may have in flight before we stop reading from it (Kafka mutes a
 #: channel after one; we allow pipelining but keep memory bounded).
 MAX_IN_FLIGHT_PER_CONNECTION = 64
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    """Kafka's connection quotas for one listener (``None``/unbounded by default)."""
+
+    max_connections: int = 2**31 - 1
+    max_connections_per_ip: int = 2**31 - 1
+    per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
+    idle_ms: int = 600_000
+
+    def for_ip(self, ip: str) -> int:
+        return self.per_ip_overrides.get(ip, self.max_connections_per_ip)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,21 +116,39 @@ class _Connection:
             with contextlib.suppress(Exception):
                 await self.writer.wait_closed()
 
+    async def _read(self, size: int) -> bytes | None:
+        """``size`` bytes, or None once the connection has been idle (no byte read and no request
+        in flight) for ``connections.max.idle.ms``; a request still being answered (a raft Fetch
+        waiting for data) keeps the connection alive, as Kafka counts it as activity."""
+        idle_s = self.server.limits.idle_ms / 1000
+        while True:
+            try:
+                return await asyncio.wait_for(self.reader.readexactly(size), idle_s)
+            except TimeoutError:
+                if not self.tasks and self.pending.empty():
+                    return None
+
     async def _read_loop(self) -> None:
         while True:
             try:
-                size_bytes = await self.reader.readexactly(4)
+                size_bytes = await self._read(4)
             except asyncio.IncompleteReadError as exc:
                 if exc.partial:
                     raise
                 return  # clean close between frames
+            if size_bytes is None:
+                log.debug("Closing idle connection %d from %s on listener %s", self.info.connection_id,
+                          self.info.peer, self.info.listener)
+                return
             size = framing.SIZE.unpack(size_bytes)[0]
             try:
                 framing.check_frame_size(size, self.server.max_frame_bytes)
             except FrameTooLargeError as exc:
                 self._refused(None, None, str(exc))
                 raise
-            frame = await self.reader.readexactly(size)
+            frame = await self._read(size)
+            if frame is None:
+                raise NetworkError("idle in the middle of a frame")
             supported = self.server.handler.supported_apis(self.server.listener)
             try:
                 parsed = framing.parse_request(frame, supported)
@@ -186,8 +221,11 @@ class KafkaServer:
     """Listens on one listener and serves requests with ``handler``."""
 
     def __init__(self, handler: RequestHandler, host: str, port: int, *, listener: str = "PLAINTEXT",
-                 max_frame_bytes: int = framing.DEFAULT_MAX_FRAME_BYTES) -> None:
+                 max_frame_bytes: int = framing.DEFAULT_MAX_FRAME_BYTES,
+                 limits: ConnectionLimits = ConnectionLimits()) -> None:
         self.handler = handler
+        self.limits = limits
+        self._per_ip: collections.Counter[str] = collections.Counter()
         self.host = host
         self.requested_port = port
         self.listener = listener
@@ -211,12 +249,34 @@ class KafkaServer:
         return port
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        ip = str(peer[0]) if peer else "?"
+        refusal = self._over_limit(ip)
+        if refusal is not None:
+            self.refusals.warning("Rejected connection from /%s on listener %s, %s", ip, self.listener,
+                                  refusal)
+            writer.close()
+            return
+        self._per_ip[ip] += 1
         conn = _Connection(self, next(self._ids), reader, writer)
         self._connections[conn.info.connection_id] = conn
         try:
             await conn.run()
         finally:
             self._connections.pop(conn.info.connection_id, None)
+            self._per_ip[ip] -= 1
+            if not self._per_ip[ip]:
+                del self._per_ip[ip]
+
+    def _over_limit(self, ip: str) -> str | None:
+        """Why a new connection from ``ip`` is refused (Kafka's ``ConnectionQuotas``), or None."""
+        per_ip = self.limits.for_ip(ip)
+        if self._per_ip[ip] >= per_ip:
+            return f"address already has the configured maximum of {per_ip} connections."
+        if len(self._connections) >= self.limits.max_connections:
+            return f"the listener already has the configured maximum of {self.limits.max_connections} " \
+                   "connections (max.connections)."
+        return None
 
     def close_connections(self, *, graceful: bool = False) -> int:
         """Close every client connection; returns how many. ``graceful`` lets each connection send
