@@ -214,7 +214,10 @@ def test_request_frames_round_trip_through_the_parser() -> None:
         assert not parsed.unsupported_api_versions
 
 
-async def _with_server(handler: Any, body: Any, limits: ConnectionLimits = ConnectionLimits()) -> Any:
+UNLIMITED = ConnectionLimits()
+
+
+async def _with_server(handler: Any, body: Any, limits: ConnectionLimits = UNLIMITED) -> Any:
     server = KafkaServer(handler, "127.0.0.1", 0, limits=limits)
     await server.start()
     try:
