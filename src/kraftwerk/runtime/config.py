@@ -10,6 +10,7 @@ of binaries can be rehearsed on one machine; it defaults to this software.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import logging
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from kraftwerk.config import ConfigMap, ParsedConfig, log_dirs, parse_broker_con
 from kraftwerk.config.catalogue.controller import LOG_FILE_CONFIG, SOFTWARE_VERSION_CONFIG
 from kraftwerk.config.errors import ConfigError, ConfigValueError, MissingConfigError
 from kraftwerk.errors import KraftwerkError
+from kraftwerk.runtime.security import ListenerSecurity, listener_security
 from kraftwerk.runtime.server import ConnectionLimits
 from kraftwerk.versions.software import SoftwareVersion
 
@@ -84,6 +86,8 @@ class ServerConfig:
     #: ``max.connections.per.ip.overrides``: IP address → its own limit
     max_connections_per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
     connections_max_idle_ms: int = 600_000
+    #: listener name → its TLS context and SASL mechanisms (built at load: a bad key store fails the start)
+    security: Mapping[str, ListenerSecurity] = field(default_factory=dict, repr=False)
     #: ``metadata.max.retention.ms`` and ``metadata.max.retention.bytes`` both -1 (Kafka's
     #: unlimited retention): the metadata log keeps every segment behind its snapshots
     metadata_log_retained: bool = False
@@ -239,7 +243,9 @@ class ServerConfig:
             parsed=parsed,
         )
         config.validate()
-        return config
+        security = {e.listener: listener_security(props, e.listener, protocol_map[e.listener])
+                    for e in listeners}
+        return dataclasses.replace(config, security=MappingProxyType(security))
 
     def validate(self) -> None:
         """Kafka's ``KafkaConfig`` KRaft checks, with its texts."""
@@ -273,9 +279,11 @@ class ServerConfig:
             protocol = self.security_protocol_map.get(endpoint.listener)
             if protocol is None:
                 raise _E(f"No security protocol defined for listener {endpoint.listener}")
-            if protocol != "PLAINTEXT":
-                raise _E(f"Listener {endpoint.listener} uses security protocol {protocol}; kraftwerk nodes "
-                         "serve PLAINTEXT only")
+            inter_node = (*self.controller_listener_names, self.inter_broker_listener_name)
+            if protocol != "PLAINTEXT" and endpoint.listener in inter_node:
+                raise _E(f"Listener {endpoint.listener} uses security protocol {protocol}; kraftwerk's "
+                         "inter-node listeners (controller.listener.names, inter.broker.listener.name) are "
+                         "PLAINTEXT only")
         if self.broker_heartbeat_interval_ms >= self.broker_session_timeout_ms:
             raise _E("broker.heartbeat.interval.ms must be less than broker.session.timeout.ms")
 

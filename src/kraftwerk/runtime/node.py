@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -72,6 +73,7 @@ from kraftwerk.controller.quorum import (
 )
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.image.model import Endpoint as ImageEndpoint
+from kraftwerk.image.model import MetadataImage
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.frame import encode_metadata_record
 from kraftwerk.raft import (
@@ -90,6 +92,7 @@ from kraftwerk.runtime.errors import NetworkError, NodeError
 from kraftwerk.runtime.forwarding import ENVELOPE, ForwardingError, envelope_body, unwrap_response
 from kraftwerk.runtime.raft_host import RaftHost, wall_clock_ms
 from kraftwerk.runtime.raft_log_files import open_metadata_log
+from kraftwerk.runtime.security import ListenerSecurity, scram_lookup_from
 from kraftwerk.runtime.server import KafkaServer, Request
 from kraftwerk.storage.lock import LogDirLock
 from kraftwerk.storage.metadata_log import read_bootstrap
@@ -204,7 +207,8 @@ class Node:
             server = KafkaServer(_ListenerHandler(self, endpoint.listener), endpoint.host or "0.0.0.0",
                                  endpoint.port, listener=endpoint.listener,
                                  max_frame_bytes=config.socket_request_max_bytes,
-                                 limits=config.connection_limits())
+                                 limits=config.connection_limits(),
+                                 security=self._listener_security(endpoint.listener))
             await server.start()
             self.servers.append(server)
             log.info("Awaiting socket connections on %s:%d (listener %s).", endpoint.host or "0.0.0.0",
@@ -213,6 +217,14 @@ class Node:
         self._spawn(self._controller_loop(), "controller-loop")
         if self.broker is not None:
             self._spawn(self._broker_loop(), "broker-lifecycle")
+
+    def _listener_security(self, listener: str) -> ListenerSecurity:
+        """The listener's security, SCRAM users read from this node's current image."""
+        def image() -> MetadataImage | None:
+            core = self.broker or self.controller
+            return None if core is None else core.image
+
+        return dataclasses.replace(self.config.security[listener], scram_lookup=scram_lookup_from(image))
 
     def _make_broker(self) -> BrokerNode:
         dir_ids = []

@@ -12,8 +12,10 @@ Every such refusal is one WARN line naming the peer, the listener, the api and v
 reason (rate-limited, where Kafka logs an ERROR with a stack trace each time). The size prefix is
 checked before the frame is read, so a bad prefix never allocates. :class:`ConnectionLimits` bounds
 what one peer can hold: ``max.connections``, ``max.connections.per.ip`` (with its overrides) and
-``connections.max.idle.ms``. At DEBUG, the
-``kraftwerk.request`` logger writes one "Completed request:" JSON line per answered request, as
+``connections.max.idle.ms``. A listener's :class:`ListenerSecurity` adds TLS and, on SASL
+listeners, Kafka's SaslHandshake + SaslAuthenticate exchange: until it succeeds only ApiVersions
+and those two are served; a failure is answered, logged (rate-limited) and closes the connection.
+At DEBUG, the ``kraftwerk.request`` logger writes one "Completed request:" JSON line per answered request, as
 Kafka's ``kafka.request.logger`` does.
 """
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import itertools
 import json
 import logging
@@ -30,12 +33,22 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from kraftwerk.protocol import codec
+from kraftwerk.protocol.error_codes import Errors
+from kraftwerk.protocol.sasl_mechanisms import PlainServer, SaslAuthenticationError, ScramServer
 from kraftwerk.runtime import framing
 from kraftwerk.runtime.errors import FrameTooLargeError, NetworkError
 from kraftwerk.runtime.ratelimit import RateLimitedLog
+from kraftwerk.runtime.security import ListenerSecurity
 
 log = logging.getLogger(__name__)
 request_log = logging.getLogger("kraftwerk.request")
+
+API_VERSIONS = framing.API_VERSIONS_KEY
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
+#: What a SASL listener serves besides the node's APIs. SaslHandshake v0 (raw tokens on the socket,
+#: before KIP-152) is not served: every client since Kafka 1.0 sends v1.
+SASL_APIS: Mapping[int, tuple[int, int]] = {SASL_HANDSHAKE: (1, 1), SASL_AUTHENTICATE: (0, 2)}
 
 #: Requests a single connection may have in flight before we stop reading from it (Kafka mutes a
 #: channel after one; we allow pipelining but keep memory bounded).
@@ -60,6 +73,8 @@ class ConnectionInfo:
     connection_id: int
     listener: str
     peer: str
+    #: ``User:<name>`` once SASL authenticated the connection (Kafka's KafkaPrincipal)
+    principal: str = "User:ANONYMOUS"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +112,8 @@ class _Connection:
         self.pending: asyncio.Queue[tuple[framing.ParsedRequest, asyncio.Task[codec.Value | None]] | None]
         self.pending = asyncio.Queue(MAX_IN_FLIGHT_PER_CONNECTION)
         self.tasks: set[asyncio.Task[codec.Value | None]] = set()
+        self.authenticated = not server.security.sasl
+        self.mechanism: PlainServer | ScramServer | None = None
 
     async def run(self) -> None:
         sender = asyncio.create_task(self._send_loop())
@@ -150,15 +167,58 @@ class _Connection:
             if frame is None:
                 raise NetworkError("idle in the middle of a frame")
             supported = self.server.handler.supported_apis(self.server.listener)
+            if not self.authenticated:
+                supported = {API_VERSIONS: supported[API_VERSIONS], **SASL_APIS}
             try:
                 parsed = framing.parse_request(frame, supported)
             except framing.InvalidRequestError as exc:
                 self._refused(exc.api_key, exc.api_version, str(exc))
                 raise
+            if parsed.header.api_key in SASL_APIS:
+                body, keep_open = self._sasl_step(parsed)
+                await self.pending.put((parsed, asyncio.create_task(_answer(body))))
+                if not keep_open:
+                    return  # the answer is sent, then the connection closes (Kafka's behaviour)
+                continue
             task = asyncio.create_task(self._dispatch(parsed))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
             await self.pending.put((parsed, task))
+
+    def _sasl_step(self, parsed: framing.ParsedRequest) -> tuple[codec.Value, bool]:
+        """Answer a SaslHandshake or SaslAuthenticate (Kafka's ``SaslServerAuthenticator``): the
+        response body, and whether the connection stays open."""
+        security = self.server.security
+        if parsed.header.api_key == SASL_HANDSHAKE:
+            mechanism = parsed.body["mechanism"]
+            self.mechanism = security.authenticator(mechanism)
+            if self.mechanism is None:
+                self._auth_failed(f"unsupported SASL mechanism {mechanism}")
+                return {"errorCode": Errors.UNSUPPORTED_SASL_MECHANISM.code,
+                        "mechanisms": list(security.mechanisms)}, False
+            return {"errorCode": 0, "mechanisms": list(security.mechanisms)}, True
+        if self.mechanism is None:
+            self._auth_failed("SaslAuthenticate before SaslHandshake")
+            return {"errorCode": Errors.ILLEGAL_SASL_STATE.code,
+                    "errorMessage": "Unexpected SaslAuthenticate request before SaslHandshake",
+                    "authBytes": b""}, False
+        try:
+            outcome = self.mechanism.step(parsed.body["authBytes"])
+        except SaslAuthenticationError as exc:
+            self._auth_failed(f"{self.mechanism.mechanism}: {exc}")
+            return {"errorCode": Errors.SASL_AUTHENTICATION_FAILED.code, "errorMessage": str(exc),
+                    "authBytes": b""}, False
+        if outcome.user is not None:
+            self.authenticated = True
+            self.info = dataclasses.replace(self.info, principal=f"User:{outcome.user}")
+            log.debug("Connection %d from %s authenticated as %s with %s", self.info.connection_id,
+                      self.info.peer, self.info.principal, self.mechanism.mechanism)
+        return {"errorCode": 0, "errorMessage": None, "authBytes": outcome.token,
+                "sessionLifetimeMs": 0}, True
+
+    def _auth_failed(self, reason: str) -> None:
+        self.server.refusals.warning("Failed authentication with %s on listener %s (%s)", self.info.peer,
+                                     self.info.listener, reason)
 
     def _refused(self, api_key: int | None, api_version: int | None, reason: str) -> None:
         what = "a frame" if api_key is None else f"api key {api_key} v{api_version}"
@@ -173,7 +233,11 @@ class _Connection:
             return framing.unsupported_api_versions_response(high)
         request = Request(head.api_key, head.api_version, head.correlation_id, head.client_id, parsed.body,
                           self.info)
-        return await self.server.handler.handle(request)
+        body = await self.server.handler.handle(request)
+        if head.api_key == API_VERSIONS and self.server.security.sasl and body is not None:
+            sasl = [{"apiKey": k, "minVersion": lo, "maxVersion": hi} for k, (lo, hi) in SASL_APIS.items()]
+            body = {**body, "apiKeys": [*body["apiKeys"], *sasl]}
+        return body
 
     async def _send_loop(self) -> None:
         while True:
@@ -217,13 +281,22 @@ class _Connection:
             self.writer.close()
 
 
+PLAINTEXT = ListenerSecurity()
+
+
+async def _answer(body: codec.Value) -> codec.Value:
+    return body
+
+
 class KafkaServer:
     """Listens on one listener and serves requests with ``handler``."""
 
     def __init__(self, handler: RequestHandler, host: str, port: int, *, listener: str = "PLAINTEXT",
                  max_frame_bytes: int = framing.DEFAULT_MAX_FRAME_BYTES,
-                 limits: ConnectionLimits = ConnectionLimits()) -> None:
+                 limits: ConnectionLimits = ConnectionLimits(),
+                 security: ListenerSecurity = PLAINTEXT) -> None:
         self.handler = handler
+        self.security = security
         self.limits = limits
         self._per_ip: collections.Counter[str] = collections.Counter()
         self.host = host
@@ -238,7 +311,7 @@ class KafkaServer:
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._accept, self.host, self.requested_port,
-                                                  reuse_address=True)
+                                                  reuse_address=True, ssl=self.security.ssl_context)
 
     @property
     def port(self) -> int:
