@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftwerk.errors import KraftwerkError
+from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.runtime.admin_client import AdminClient
 from kraftwerk.runtime.errors import NetworkError, NodeError
 from kraftwerk.runtime.node import FENCED_FILE, READY_FILE
@@ -397,9 +398,11 @@ def plan_cluster(root: Path, cluster_id: str, controllers: int, brokers: int, *,
     return LocalCluster(root, cluster_id, nodes, static_quorum)
 
 
-def format_cluster(cluster: LocalCluster, release_version: str | None) -> None:
+def format_cluster(cluster: LocalCluster, release_version: str | None, *,
+                   scram: Sequence[MetadataRecord] = ()) -> None:
     """Format every node's directory as ``kraftwerk storage format`` does: controllers of a dynamic
-    quorum with ``--initial-controllers`` (every controller, a fresh directory id each)."""
+    quorum with ``--initial-controllers`` (every controller, a fresh directory id each); ``scram``
+    are ``--add-scram``'s credential records."""
     from kraftwerk.storage.format import InitialController, format_node, random_uuid
 
     initial = None if cluster.static_quorum else tuple(
@@ -410,7 +413,7 @@ def format_cluster(cluster: LocalCluster, release_version: str | None) -> None:
         format_node(cluster_id=cluster.cluster_id, node_id=node.node_id, log_dirs=[data],
                     metadata_log_dir=data, release_version=release_version,
                     initial_controllers=initial if node.is_controller else None,
-                    controller_listener_name=CONTROLLER_LISTENER)
+                    controller_listener_name=CONTROLLER_LISTENER, scram=scram)
 
 
 def add_controller_node(cluster: LocalCluster, software_version: str | None = None) -> LocalNode:
