@@ -86,6 +86,7 @@ class ServerConfig:
     #: ``max.connections.per.ip.overrides``: IP address → its own limit
     max_connections_per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
     connections_max_idle_ms: int = 600_000
+    failed_authentication_delay_ms: int = 100
     #: listener name → its TLS context and SASL mechanisms (built at load: a bad key store fails the start)
     security: Mapping[str, ListenerSecurity] = field(default_factory=dict, repr=False)
     #: ``metadata.max.retention.ms`` and ``metadata.max.retention.bytes`` both -1 (Kafka's
@@ -143,7 +144,8 @@ class ServerConfig:
 
     def connection_limits(self) -> ConnectionLimits:
         return ConnectionLimits(self.max_connections, self.max_connections_per_ip,
-                                self.max_connections_per_ip_overrides, self.connections_max_idle_ms)
+                                self.max_connections_per_ip_overrides, self.connections_max_idle_ms,
+                                self.failed_authentication_delay_ms)
 
     # --- the values as given ---------------------------------------------------------------
 
@@ -234,6 +236,7 @@ class ServerConfig:
             max_connections_per_ip_overrides=MappingProxyType(
                 _parse_ip_overrides(parsed.text("max.connections.per.ip.overrides"))),
             connections_max_idle_ms=parsed.integer("connections.max.idle.ms"),
+            failed_authentication_delay_ms=parsed.integer("connection.failed.authentication.delay.ms"),
             metadata_log_retained=(parsed.integer("metadata.max.retention.ms"),
                                    parsed.integer("metadata.max.retention.bytes")) == (-1, -1),
             unstable_feature_versions_enable=unstable,

@@ -63,6 +63,8 @@ class ConnectionLimits:
     max_connections_per_ip: int = 2**31 - 1
     per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
     idle_ms: int = 600_000
+    #: ``connection.failed.authentication.delay.ms``: the refusal is answered, then the close waits
+    failed_authentication_delay_ms: int = 100
 
     def for_ip(self, ip: str) -> int:
         return self.per_ip_overrides.get(ip, self.max_connections_per_ip)
@@ -177,8 +179,9 @@ class _Connection:
             if parsed.header.api_key in SASL_APIS:
                 body, keep_open = self._sasl_step(parsed)
                 await self.pending.put((parsed, asyncio.create_task(_answer(body))))
-                if not keep_open:
-                    return  # the answer is sent, then the connection closes (Kafka's behaviour)
+                if not keep_open:  # answered; the close waits, as Kafka's does (KIP-306)
+                    await asyncio.sleep(self.server.limits.failed_authentication_delay_ms / 1000)
+                    return
                 continue
             task = asyncio.create_task(self._dispatch(parsed))
             self.tasks.add(task)
