@@ -1,15 +1,28 @@
 #!/usr/bin/env bash
-# Set up a development/CI machine: a JDK for PySpark (Debian package, when `java` is missing)
-# and the project with all its extras in .venv at the repo root. Safe to run again: it only
-# reinstalls Python packages when pyproject.toml changed.
+# Set up a development/CI machine: a JDK for PySpark (Debian package, when `java` is missing), the
+# C toolchain and zlib headers for the compiled twins (when missing), and the project with all its
+# extras in .venv at the repo root. Safe to run again: it only reinstalls Python packages when
+# pyproject.toml, setup.py or a Cython source changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+apt_updated=""
+apt_install() {
+    if [ -z "$apt_updated" ]; then
+        $SUDO apt-get update -qq
+        apt_updated=1
+    fi
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
 if ! command -v java >/dev/null 2>&1; then
     echo "setup: installing a JDK (openjdk-17-jre-headless) for PySpark" >&2
-    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-    $SUDO apt-get update -qq
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+    apt_install openjdk-17-jre-headless
+fi
+if ! command -v gcc >/dev/null 2>&1 || [ ! -f /usr/include/zlib.h ]; then
+    echo "setup: installing gcc and zlib headers for the compiled twins" >&2
+    apt_install gcc zlib1g-dev
 fi
 
 PY=${PYTHON:-python3}
@@ -19,7 +32,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 
 stamp=.venv/.kraftwerk-installed
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+# the Cython sources count too: the editable install builds the compiled twins in place
+want=$(cat pyproject.toml setup.py $(find src -name '*.pyx' | sort) | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     echo "setup: installing kraftwerk and its dependencies into .venv" >&2
     .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip 2>/dev/null || true

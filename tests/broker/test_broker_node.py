@@ -16,8 +16,7 @@ from kraftwerk.broker import (
     Respond,
 )
 from kraftwerk.controller import features as fc
-from kraftwerk.controller.common import shape_body
-from kraftwerk.controller.quorum import rec
+from kraftwerk.controller.common import rec, shape_body
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.schema import Kind
 from kraftwerk.versions.metadata_version import MetadataVersion

@@ -26,15 +26,11 @@ from kraftwerk.controller import AppendThenRespond, QuorumController, Respond
 from kraftwerk.controller.common import declared_api_ranges
 from kraftwerk.controller.effects import Forward
 from kraftwerk.controller.features import feature_level_record, noop_record
-from kraftwerk.controller.quorum import (
-    CONTROLLER_API_KEYS,
-    CONTROLLER_REGISTRATION,
-    ENVELOPE,
-    RAFT_API_KEYS,
-    not_controller_body,
-)
+from kraftwerk.controller.quorum import CONTROLLER_API_KEYS, RAFT_API_KEYS
+from kraftwerk.controller.responses import not_controller_body
 from kraftwerk.image.model import Endpoint
 from kraftwerk.protocol import codec
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.runtime.forwarding import ForwardingError, envelope_body, unwrap_response
 from kraftwerk.runtime.server import KafkaServer, Request
 from kraftwerk.versions import SoftwareVersion
@@ -228,7 +224,7 @@ class InProcessKafka:
             standby = node.controller
             if standby is not None and standby is not active and standby.needs_controller_registration():
                 body = standby.controller_registration_body()
-                self._append(active.handle_request(CONTROLLER_REGISTRATION, 0, body, NOW_MS))
+                self._append(active.handle_request(ApiKey.CONTROLLER_REGISTRATION, 0, body, NOW_MS))
         for node in self.nodes.values():
             if node.broker is not None:
                 for _ in range(3):  # register, heartbeat (caught up), heartbeat (unfenced)
@@ -309,7 +305,7 @@ class InProcessKafka:
         assert controller is not None
         envelope = envelope_body(reply.api_key, reply.version, request.correlation_id, request.client_id,
                                  reply.body, request.connection.peer)
-        response = self._append(controller.handle_request(ENVELOPE, 0, envelope, NOW_MS))
+        response = self._append(controller.handle_request(ApiKey.ENVELOPE, 0, envelope, NOW_MS))
         try:
             return unwrap_response(reply.api_key, reply.version, response).body
         except ForwardingError:

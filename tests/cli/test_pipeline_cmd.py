@@ -182,7 +182,7 @@ def test_print_spark_submit(fleet: Fleet, tmp_path: Path, capsys: pytest.Capture
                             monkeypatch: pytest.MonkeyPatch) -> None:
     import shlex
 
-    import kraftwerk.spark.submit as entry
+    import kraftwerk.cli.spark_submit as entry
     from kraftwerk.cli.main import build_parser
 
     monkeypatch.delenv("PYSPARK_PYTHON", raising=False)

@@ -6,10 +6,10 @@ import logging
 
 import pytest
 
+from kraftwerk.controller.activation import default_bootstrap_records
 from kraftwerk.controller.effects import WriteSnapshot
 from kraftwerk.controller.features import feature_level_record, noop_record
 from kraftwerk.controller.hosting import LeaderWatch, activate, snapshot_at_batch_end, timer_records
-from kraftwerk.controller.quorum import default_bootstrap_records
 from kraftwerk.versions.metadata_version import MetadataVersion
 from tests.controller.harness import Log, controller
 

@@ -21,7 +21,7 @@ from kraftwerk.controller import (
     encode_response,
 )
 from kraftwerk.controller import features as fc
-from kraftwerk.controller.quorum import rec
+from kraftwerk.controller.common import rec
 from kraftwerk.image.writer import LossPolicy
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.error_codes import Errors

@@ -6,10 +6,12 @@ import pytest
 
 from kraftwerk.image.delta import MetadataDelta
 from kraftwerk.image.errors import MetadataReplayError
-from kraftwerk.image.loader import MetadataBatch, MetadataLoader, load_snapshot, replay_batches
+from kraftwerk.image.loader import MetadataBatch, load_snapshot, replay_batches
 from kraftwerk.image.model import DIR_MIGRATING, DIR_UNASSIGNED, ConfigResource, LeaderRecoveryState
+from kraftwerk.image.replay import ImageReplayer
 from kraftwerk.image.writer import write_image
 from kraftwerk.versions.metadata_version import MetadataVersion as MV
+from kraftwerk.versions.software import SoftwareVersion
 from tests.image.helpers import mv_record, rec, replay, reread, uid
 
 T = uid(1)
@@ -166,10 +168,11 @@ def test_transactions_commit_and_abort() -> None:
     assert "x" in replay([begin, topic, end], base).topics.by_name
     assert "x" not in replay([begin, topic, abort], base).topics.by_name
     # an open transaction is not visible; the loader carries it across batches
-    loader = MetadataLoader(base)
-    loader.handle_batch(MetadataBatch(10, 11, 1, 0, ((10, begin), (11, topic))))
+    loader = ImageReplayer(1, "broker", SoftwareVersion.latest())
+    loader.image = base
+    loader.replay(10, [begin, topic], epoch=1)
     assert loader.in_transaction and "x" not in loader.image.topics.by_name
-    loader.handle_batch(MetadataBatch(12, 12, 1, 0, ((12, end),)))
+    loader.replay(12, [end], epoch=1)
     assert not loader.in_transaction and "x" in loader.image.topics.by_name
     with pytest.raises(MetadataReplayError):
         replay([end])
@@ -265,8 +268,9 @@ def test_hot_snapshot_load_equals_cold_load() -> None:
     hot = load_snapshot(_batches(snap), old, snapshot_offset=100, snapshot_epoch=2)
     assert hot == cold == snapshot_image
     assert hot.provenance.last_offset == 99 and hot.features_epoch == 99
-    loader = MetadataLoader(old)
-    assert loader.handle_snapshot(_batches(snap), 100, 2) == cold
+    loader = ImageReplayer(1, "broker", SoftwareVersion.latest())
+    loader.image = old
+    assert loader.load_snapshot(snap, end_offset=100, epoch=2) == cold
 
 
 def test_one_partition_change_shares_everything_else() -> None:
@@ -295,3 +299,30 @@ def test_one_partition_change_shares_everything_else() -> None:
         assert new.topics.by_id[uid(100 + t)] is image.topics.by_id[uid(100 + t)]
     assert new.cluster is image.cluster and new.configs is image.configs and new.features is image.features
     assert image.topics.by_id[uid(100)].partitions[2].isr == (1,)  # the old image is untouched
+
+
+@pytest.mark.parametrize("collector_on", [True, False])
+def test_cold_replay_shares_equal_tuples_and_leaves_the_collector_as_it_was(collector_on: bool) -> None:
+    """Partitions with equal replicas, ISR and directories hold one tuple each (the image's memory
+    per partition); the replay pauses Python's cyclic collector and restores it, even on error."""
+    import gc
+
+    records = [*_base(), rec("PartitionRecord", 1, partitionId=1, topicId=T, replicas=[1, 2, 3], isr=[1, 2],
+                             leader=2, directories=[uid(5), uid(6), uid(7)])]
+    batch = MetadataBatch(0, len(records) - 1, 1, 0, tuple(enumerate(records)))
+    bad = MetadataBatch(9, 9, 1, 0, ((9, rec("PartitionRecord", 1, partitionId=0, topicId=uid(77))),))
+    was = gc.isenabled()
+    try:
+        if not collector_on:
+            gc.disable()
+        partitions = replay_batches([batch]).topics.by_id[T].partitions
+        p0, p1 = partitions[0], partitions[1]
+        assert p0.replicas is p1.replicas and p0.isr is p1.isr and p0.directories is p1.directories
+        assert (p0.leader, p1.leader) == (1, 2)
+        assert gc.isenabled() is collector_on
+        with pytest.raises(MetadataReplayError):
+            replay_batches([batch, bad])
+        assert gc.isenabled() is collector_on
+    finally:
+        if was:
+            gc.enable()

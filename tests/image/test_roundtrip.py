@@ -7,10 +7,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kraftwerk.image.loader import MetadataBatch, MetadataLoader, load_snapshot
+from kraftwerk.image.loader import MetadataBatch, load_snapshot
+from kraftwerk.image.replay import ImageReplayer
 from kraftwerk.image.writer import write_image
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.versions.metadata_version import MetadataVersion as MV
+from kraftwerk.versions.software import SoftwareVersion
 from tests.image.helpers import mv_record, rec, replay, reread, uid
 
 VERSIONS = [
@@ -267,10 +269,9 @@ def test_replay_write_replay_is_identity(records: list[MetadataRecord]) -> None:
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(record_logs())
 def test_batch_by_batch_equals_one_delta(records: list[MetadataRecord]) -> None:
-    batches = [MetadataBatch(i, i, 1, 0, ((i, r),)) for i, r in enumerate(records)]
-    loader = MetadataLoader()
-    for b in batches:
-        loader.handle_batch(b)
+    loader = ImageReplayer(1, "broker", SoftwareVersion.latest(unstable=True), snapshots=False)
+    for i, r in enumerate(records):
+        loader.replay(i, [r], epoch=1)
     assert loader.image == replay(records)
     snap = [MetadataBatch(i, i, 1, 0, ((i, r),)) for i, r in enumerate(reread(write_image(loader.image)))]
     assert load_snapshot(snap, loader.image) == load_snapshot(snap) == loader.image

@@ -71,19 +71,3 @@ def peer_records(module: Any, data: bytes) -> list[list[tuple[Any, ...]]]:
             recs = None
         out.append(recs)  # type: ignore[arg-type]
     return out
-
-
-class XXH32Shim:
-    """Stands in for the ``xxhash`` package that kafka-python wants for magic-0 lz4."""
-
-    def __init__(self, data: bytes) -> None:
-        from kraftwerk.records.compression import xxhash32
-
-        self._value = xxhash32(data)
-
-    def digest(self) -> bytes:
-        return self._value.to_bytes(4, "big")
-
-
-class XXHashModuleShim:
-    xxh32 = XXH32Shim

@@ -113,3 +113,18 @@ def test_zstd_refused_before_v2() -> None:
     with pytest.raises(UnsupportedCompressionError):
         CompressionType.from_id(5)
     assert CompressionType.from_name("LZ4") is CompressionType.LZ4
+
+
+@pytest.mark.parametrize("block_checksum", [False, True])
+@pytest.mark.parametrize("content_checksum", [False, True])
+def test_lz4_frames_of_the_reference_library(block_checksum: bool, content_checksum: bool) -> None:
+    """Frames with block and content checksums, a content size and several blocks (the block sizes
+    bound the output buffer, checksums included in the walk over the block headers)."""
+    lz4_frame = pytest.importorskip("lz4.frame")
+    data = b"".join(os.urandom(500) + bytes(3000) for _ in range(100))
+    frame = lz4_frame.compress(data, block_size=lz4_frame.BLOCKSIZE_MAX64KB, block_linked=False,
+                               block_checksum=block_checksum, content_checksum=content_checksum,
+                               store_size=True)
+    assert decompress(CompressionType.LZ4, frame) == data
+    with pytest.raises(DecompressionLimitError):
+        decompress(CompressionType.LZ4, frame, max_size=len(data) - 1)

@@ -9,16 +9,10 @@ import pytest
 
 from kraftwerk.records import CompressionType, RecordsBuilder, TimestampType, iter_batches
 from tests.conftest import golden_path
-from tests.records.helpers import XXHashModuleShim, peer_records
+from tests.records.helpers import peer_records
 
 pytestmark = pytest.mark.interop
 
-
-@pytest.fixture(autouse=True)
-def _kafka_python_xxhash(monkeypatch: pytest.MonkeyPatch) -> None:
-    codec = importlib.import_module("kafka.codec")
-    if codec.xxhash is None:
-        monkeypatch.setattr(codec, "xxhash", XXHashModuleShim)
 
 PEERS = ["kafka.record", "aiokafka.record.memory_records"]
 SEGMENTS = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kraftwerk.controller.quorum import encode_response
+from kraftwerk.controller.responses import encode_response
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.header import decode_request_header, request_header_version

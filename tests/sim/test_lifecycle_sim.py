@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from kraftwerk.cli.sim_cmd import register_lifecycle
 from kraftwerk.controller.effects import WriteSnapshot
 from kraftwerk.controller.features import feature_level_record
 from kraftwerk.image.writer import ImageWriterOptions
@@ -23,7 +24,6 @@ from kraftwerk.sim.lifecycle import (
     Mix,
     Sabotage,
     UpdateOutcome,
-    register_lifecycle,
     run_lifecycle_seed,
 )
 from kraftwerk.sim.lifecycle_checker import (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata as metadata
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -16,7 +17,7 @@ from kraftwerk.spark.bundle import DRIVER_ONLY, EXECUTOR_PROVIDES, build_bundle,
 
 #: kraftwerk.spark modules that only the driver imports (the session, the jobs' planning, shipping)
 DRIVER_MODULES = {"kraftwerk.spark.bundle", "kraftwerk.spark.jobs", "kraftwerk.spark.quiet",
-                  "kraftwerk.spark.session", "kraftwerk.spark.submit"}
+                  "kraftwerk.spark.session"}
 #: the layers executor-side code may reach (data sources and per-partition functions are thin
 #: adapters over these)
 EXECUTOR_LAYERS = ("kraftwerk.protocol", "kraftwerk.versions", "kraftwerk.config", "kraftwerk.records",
@@ -33,7 +34,9 @@ def test_bundle_holds_the_package_and_its_compiled_dependencies(tmp_path: Path) 
     code = _names(b.code)
     assert "kraftwerk/__init__.py" in code and "kraftwerk/spark/source.py" in code
     assert "kraftwerk/storage/scan.py" in code and "kraftwerk/py.typed" in code
-    assert not [n for n in code if "__pycache__" in n or n.endswith(".pyc")]
+    assert not [n for n in code if "__pycache__" in n or n.endswith((".pyc", ".so", ".c"))]
+    # the twin's source ships; its build cannot load from a zip
+    assert "kraftwerk/records/_cbatch.pyx" in code
     deps = _names(b.deps)
     tops = {n.split("/")[0] for n in deps}
     for name in ("numpy", "cramjam", "crc32c", "zlib-ng"):
@@ -93,7 +96,7 @@ def test_old_bundles_beyond_the_kept_ones_are_removed_after_a_day(tmp_path: Path
 
 def test_what_is_shipped_follows_kraftwerks_metadata() -> None:
     names = {d.metadata["Name"].lower() for d in executor_distributions()}
-    assert names == {"cramjam", "crc32c", "numpy", "zlib-ng"}
+    assert names == {"cramjam", "crc32c", "immutables", "numpy", "xxhash", "zlib-ng"}
     assert not names & (EXECUTOR_PROVIDES | DRIVER_ONLY)
 
 
@@ -112,12 +115,14 @@ print(json.dumps({"sources": sources, "loaded": sorted(set(sys.modules) - before
 
 def test_executor_side_code_imports_only_lower_layers_and_shipped_dependencies() -> None:
     pytest.importorskip("pyspark")
+    # executors import kraftwerk from the code zip, where the compiled twins cannot load: pure paths
+    env = {**os.environ, "KRAFTWERK_PURE": "1"}
     out = subprocess.run([sys.executable, "-c", _PROBE, ",".join(DRIVER_MODULES)], check=True,
-                         capture_output=True, text=True).stdout
+                         capture_output=True, text=True, env=env).stdout
     probe = json.loads(out)
     assert "kraftwerk.spark.source" in probe["sources"]
     ours = [m for m in probe["loaded"] if m.split(".")[0] == "kraftwerk"]
-    assert not [m for m in ours if m not in ("kraftwerk", "kraftwerk.errors")
+    assert not [m for m in ours if m not in ("kraftwerk", "kraftwerk.errors", "kraftwerk.native")
                 and not m.startswith(EXECUTOR_LAYERS)]
     assert not DRIVER_MODULES & set(ours)
     shipped = {d.metadata["Name"].lower() for d in executor_distributions()} | EXECUTOR_PROVIDES

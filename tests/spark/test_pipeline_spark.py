@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,7 +13,6 @@ from kraftwerk.storage.scan import discover_segments, scan_segments, summarize
 from kraftwerk.storage.segment import Segment, write_indexes
 from kraftwerk.storage.upconvert import Status
 from tests.conftest import golden_path
-from tests.records.helpers import XXHashModuleShim
 from tests.storage.fleet import PEERS, Fleet, build_fleet, read_partition_with_peer
 from tests.storage.helpers import make_batches, write_segment
 
@@ -152,12 +150,9 @@ def test_kraft_metadata_log_at_batch_level(spark: SparkSession, tmp_path: Path) 
     assert direct.where("not crc_valid or error is not null").count() == 0
 
 
-def test_upconvert_job_in_place(spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_upconvert_job_in_place(spark: SparkSession, tmp_path: Path) -> None:
     from kraftwerk.spark.jobs import upconvert_job
 
-    codec = importlib.import_module("kafka.codec")
-    if codec.xxhash is None:
-        monkeypatch.setattr(codec, "xxhash", XXHashModuleShim)
     fleet = build_fleet(tmp_path, log_dirs=2, partitions_per_dir=5)
     calls: list[tuple[int, int]] = []
     outcomes = upconvert_job(spark, _dirs(fleet), in_place=True, out_dir=None, dry_run=False,

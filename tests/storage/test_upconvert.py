@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import shutil
 import subprocess
 import sys
@@ -23,16 +22,8 @@ from kraftwerk.storage.upconvert import (
     upconvert_partition,
     verify_converted,
 )
-from tests.records.helpers import XXHashModuleShim
 from tests.storage.fleet import PEERS, Fleet, build_fleet, read_partition_with_peer
 from tests.storage.helpers import make_batches, write_segment
-
-
-@pytest.fixture(autouse=True)
-def _kafka_python_xxhash(monkeypatch: pytest.MonkeyPatch) -> None:
-    codec = importlib.import_module("kafka.codec")
-    if codec.xxhash is None:
-        monkeypatch.setattr(codec, "xxhash", XXHashModuleShim)
 
 
 def _snapshot(dirs: list[Path]) -> dict[Path, tuple[bytes, int]]:

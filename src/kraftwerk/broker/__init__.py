@@ -10,7 +10,7 @@ Public API: :class:`BrokerNode` (``poll``, ``handle_registration_response``,
 UnregisterBroker call to send before exiting).
 """
 
-from kraftwerk.broker.node import BROKER_API_KEYS, BrokerNode, BrokerState, ControllerCall
+from kraftwerk.broker.node import BROKER_API_KEYS, ROUTES, BrokerNode, BrokerState, ControllerCall
 from kraftwerk.config import ConfigSource
 from kraftwerk.controller.effects import (
     CloseClientConnections,
@@ -20,10 +20,11 @@ from kraftwerk.controller.effects import (
     Respond,
     WriteSnapshot,
 )
-from kraftwerk.controller.errors import FatalFaultError
+from kraftwerk.image.errors import FatalFaultError
 
 __all__ = [
     "BROKER_API_KEYS",
+    "ROUTES",
     "BrokerNode",
     "BrokerState",
     "CloseClientConnections",

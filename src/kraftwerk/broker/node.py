@@ -18,14 +18,14 @@ from __future__ import annotations
 import enum
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kraftwerk.backoff import ExponentialBackoff
 from kraftwerk.config import ConfigSource, is_sensitive, static_configs_to_report
 from kraftwerk.controller import features as fc
 from kraftwerk.controller.common import (
-    ImageReplayer,
     api_versions_body,
     declared_api_ranges,
     finalized_levels,
@@ -39,31 +39,21 @@ from kraftwerk.controller.effects import (
     MetadataVersionChanged,
     Respond,
 )
-from kraftwerk.controller.errors import FatalFaultError
-from kraftwerk.controller.quorum import (
-    API_VERSIONS,
-    BROKER_HEARTBEAT,
-    BROKER_REGISTRATION,
-    DESCRIBE_CLUSTER,
-    DESCRIBE_CONFIGS,
-    METADATA,
-    UNREGISTER_BROKER,
-    UPDATE_FEATURES,
-    _pick_listener,
-    describe_cluster_brokers,
-)
+from kraftwerk.controller.responses import describe_cluster_brokers, pick_listener
+from kraftwerk.image.errors import FatalFaultError
 from kraftwerk.image.model import ConfigResource, ConfigResourceType, Endpoint, MetadataImage
+from kraftwerk.image.replay import ImageReplayer
+from kraftwerk.protocol import codec
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.protocol.registry import by_api_key
+from kraftwerk.protocol.routing import Request
 from kraftwerk.protocol.schema import Kind
 from kraftwerk.versions.software import SoftwareVersion
 
 log = logging.getLogger(__name__)
 
-BROKER_API_KEYS = (METADATA, API_VERSIONS, DESCRIBE_CONFIGS, UPDATE_FEATURES, DESCRIBE_CLUSTER)
-"""What :meth:`BrokerNode.handle_request` answers (UpdateFeatures by forwarding)."""
-FORWARDED_API_KEYS = frozenset({UPDATE_FEATURES})
 
 
 class BrokerState(enum.Enum):
@@ -127,7 +117,7 @@ class ControllerCall:
 @dataclass(slots=True)
 class _Timers:
     next_registration_ms: int = 0
-    registration_backoff_ms: int = 0
+    registration_failures: int = 0
     next_heartbeat_ms: int = 0
     in_flight: int | None = None
     in_flight_since: int = 0
@@ -275,11 +265,11 @@ class BrokerNode:
     def _fail(self, fault: FatalFaultError) -> None:
         log.error("[BrokerServer id=%d] %s; unregistering and shutting down", self.node_id, fault)
         if self.broker_epoch >= 0:
-            fault.cleanup = (ControllerCall(UNREGISTER_BROKER, 0, {"brokerId": self.node_id}),)
+            fault.cleanup = (ControllerCall(ApiKey.UNREGISTER_BROKER, 0, {"brokerId": self.node_id}),)
         self.state = BrokerState.SHUTTING_DOWN
 
     @staticmethod
-    def _with_close(effects: list[Effect]) -> list[Effect]:
+    def _with_close(effects: Sequence[Effect]) -> list[Effect]:
         out: list[Effect] = []
         for e in effects:
             out.append(e)
@@ -342,13 +332,13 @@ class BrokerNode:
                 return []
             if now_ms < t.next_registration_ms:
                 return []
-            t.in_flight, t.in_flight_since = BROKER_REGISTRATION, now_ms
+            t.in_flight, t.in_flight_since = ApiKey.BROKER_REGISTRATION, now_ms
             max_version = 6 if self.static_configs else 5
-            return [ControllerCall(BROKER_REGISTRATION, max_version, self.registration_body())]
+            return [ControllerCall(ApiKey.BROKER_REGISTRATION, max_version, self.registration_body())]
         if now_ms < t.next_heartbeat_ms and self.state is not BrokerState.PENDING_CONTROLLED_SHUTDOWN:
             return []
-        t.in_flight, t.in_flight_since = BROKER_HEARTBEAT, now_ms
-        return [ControllerCall(BROKER_HEARTBEAT, 2, self.heartbeat_body())]
+        t.in_flight, t.in_flight_since = ApiKey.BROKER_HEARTBEAT, now_ms
+        return [ControllerCall(ApiKey.BROKER_HEARTBEAT, 2, self.heartbeat_body())]
 
     def next_deadline_ms(self) -> int | None:
         """When :meth:`poll` next has something to send."""
@@ -361,17 +351,17 @@ class BrokerNode:
 
     def _backoff(self, now_ms: int) -> None:
         t = self._t
-        t.registration_backoff_ms = min(
-            self.max_backoff_ms, max(self.initial_backoff_ms, t.registration_backoff_ms * 2)
-        )
-        t.next_registration_ms = now_ms + t.registration_backoff_ms
+        backoff = ExponentialBackoff(self.initial_backoff_ms, self.max_backoff_ms)
+        delay = backoff.delay_ms(t.registration_failures)
+        t.registration_failures += 1
+        t.next_registration_ms = now_ms + delay
 
     def handle_controller_failure(self, now_ms: int) -> None:
         """The in-flight call got no response (no controller, disconnect, timeout): retry later."""
         t = self._t
         was = t.in_flight
         t.in_flight = None
-        if was == BROKER_REGISTRATION:
+        if was == ApiKey.BROKER_REGISTRATION:
             self._backoff(now_ms)
         else:
             t.next_heartbeat_ms = now_ms + min(self.heartbeat_interval_ms, self.initial_backoff_ms * 5)
@@ -382,7 +372,7 @@ class BrokerNode:
         error = Errors.for_code(body.get("errorCode", 0))
         if error is Errors.NONE:
             self.broker_epoch = body["brokerEpoch"]
-            self._t.registration_backoff_ms = 0
+            self._t.registration_failures = 0
             self._t.next_heartbeat_ms = now_ms
             self.last_refusal = None
             if self.state is BrokerState.STARTING:
@@ -509,26 +499,30 @@ class BrokerNode:
         listener_name: str | None = None,
     ) -> Respond | Forward:
         """Answer a client request from the image, or forward it to the controller."""
-        if api_key in FORWARDED_API_KEYS:
-            return Forward(api_key, version, dict(body))
-        if api_key == API_VERSIONS:
-            levels = finalized_levels(self.image, self.kraft_version)
-            return Respond(
-                api_versions_body(version, self._api_ranges, self.software, levels, self.image.features_epoch)
-            )
-        if api_key == METADATA:
-            return Respond(self.metadata_body(version, body, listener_name))
-        if api_key == DESCRIBE_CLUSTER:
-            return Respond(self.describe_cluster_body(version, body, listener_name))
-        if api_key == DESCRIBE_CONFIGS:
-            return Respond(self.describe_configs_body(version, body))
-        spec = by_api_key(Kind.RESPONSE, api_key)
-        from kraftwerk.protocol import codec
-
-        out = codec.default_value(spec)
+        handler = ROUTES.get(api_key)
+        if handler is not None:
+            return handler(self, Request(api_key, version, body, now_ms, listener_name))
+        out = codec.default_value(by_api_key(Kind.RESPONSE, api_key))
         if "errorCode" in out:
             out["errorCode"] = Errors.UNSUPPORTED_VERSION.code
         return Respond(out)
+
+    def forward(self, request: Request) -> Forward:
+        """Sent on to the active controller in an Envelope (KIP-590)."""
+        return Forward(request.api_key, request.version, dict(request.body))
+
+    def api_versions(self, request: Request) -> Respond:
+        levels, epoch = finalized_levels(self.image, self.kraft_version), self.image.features_epoch
+        return Respond(api_versions_body(request.version, self._api_ranges, self.software, levels, epoch))
+
+    def metadata(self, request: Request) -> Respond:
+        return Respond(self.metadata_body(request.version, request.body, request.listener_name))
+
+    def describe_cluster(self, request: Request) -> Respond:
+        return Respond(self.describe_cluster_body(request.version, request.body, request.listener_name))
+
+    def describe_configs(self, request: Request) -> Respond:
+        return Respond(self.describe_configs_body(request.version, request.body))
 
     def _alive_broker_ids(self) -> list[int]:
         return [b.id for b in self.image.cluster.brokers.values() if not b.fenced]
@@ -550,7 +544,7 @@ class BrokerNode:
             if b.fenced:
                 continue
             alive.add(b.id)
-            endpoint = _pick_listener(b.listeners, name)
+            endpoint = pick_listener(b.listeners, name)
             if endpoint is not None:
                 brokers.append({"nodeId": b.id, "host": endpoint.host, "port": endpoint.port, "rack": b.rack})
         requested = body.get("topics")
@@ -753,6 +747,19 @@ class BrokerNode:
                     )
             return out
         raise _ConfigError(Errors.INVALID_REQUEST, f"Unsupported resource type {rtype}")
+
+
+ROUTES: Mapping[int, Callable[[BrokerNode, Request], Respond | Forward]] = {
+    ApiKey.METADATA: BrokerNode.metadata,
+    ApiKey.API_VERSIONS: BrokerNode.api_versions,
+    ApiKey.DESCRIBE_CONFIGS: BrokerNode.describe_configs,
+    ApiKey.UPDATE_FEATURES: BrokerNode.forward,
+    ApiKey.DESCRIBE_CLUSTER: BrokerNode.describe_cluster,
+}
+"""Api key → handler: adding a broker RPC is one handler method and one line here."""
+
+BROKER_API_KEYS = tuple(ROUTES)
+"""What :meth:`BrokerNode.handle_request` answers (UpdateFeatures by forwarding)."""
 
 
 class _ConfigError(Exception):

@@ -101,7 +101,7 @@ def _log_dirs(raw: Sequence[str]) -> list[str]:
 def _spark_submit(args: argparse.Namespace, job: list[str]) -> int:
     """Print the spark-submit command running ``kraftwerk pipeline <command> <job>`` in the submitted
     driver: the executors' Python as this run would choose it, this interpreter for the driver."""
-    import kraftwerk.spark.submit as entry
+    import kraftwerk.cli.spark_submit as entry
     from kraftwerk.spark.session import PYTHON_CONF, executor_python
 
     if args.no_spark:

@@ -2,9 +2,10 @@
 
 The cores are sans-I/O: they never append, send, write or sleep. A request yields a *reply*
 (:class:`Respond`, :class:`AppendThenRespond`, or on a broker :class:`Forward`); replaying
-committed records yields *effects* (:class:`WriteSnapshot`, :class:`MetadataVersionChanged`,
-:class:`CloseClientConnections`). Response bodies are codec dicts (camelCase keys) for the
-response of the request's api key at the request's version.
+committed records yields *effects* (the image layer's :class:`WriteSnapshot` and
+:class:`MetadataVersionChanged`, and the broker's :class:`CloseClientConnections`). Response
+bodies are codec dicts (camelCase keys) for the response of the request's api key at the
+request's version.
 """
 
 from __future__ import annotations
@@ -12,10 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kraftwerk.image.model import MetadataImage
-from kraftwerk.image.writer import ImageWriteResult, ImageWriterOptions, LossPolicy, write_image
+from kraftwerk.image.replay import MetadataVersionChanged, WriteSnapshot
 from kraftwerk.protocol.frame import MetadataRecord, encode_metadata_record
-from kraftwerk.versions.metadata_version import MetadataVersion
 
 Body = dict[str, Any]
 
@@ -60,44 +59,6 @@ class Forward:
 
 
 @dataclass(frozen=True, slots=True)
-class WriteSnapshot:
-    """Write a KRaft snapshot ``(end_offset, epoch)`` holding ``image`` written at
-    ``options.metadata_version`` (KIP-778 "snapshot at a version change").
-
-    ``end_offset`` is exclusive, as in snapshot file names: the snapshot contains every offset
-    below it. ``render()`` runs the image writer (pure); the runtime passes
-    ``render().encoded()`` to ``RaftNode.create_snapshot(end_offset, epoch, records)``.
-    ``losses`` is already known when the write is lossy (``LossPolicy.DROP``).
-    """
-
-    end_offset: int
-    epoch: int
-    image: MetadataImage
-    options: ImageWriterOptions
-    reason: str
-    losses: tuple[str, ...] = ()
-
-    @property
-    def lossy(self) -> bool:
-        return self.options.loss_policy is LossPolicy.DROP and bool(self.losses)
-
-    def render(self) -> ImageWriteResult:
-        return write_image(self.image, self.options)
-
-
-@dataclass(frozen=True, slots=True)
-class MetadataVersionChanged:
-    """Replay adopted a new metadata.version at ``offset``. When the change crossed a metadata
-    change downwards (an accepted unsafe downgrade) the image was rewritten through the lossy
-    writer and ``losses`` lists what was dropped (Kafka's loss texts)."""
-
-    offset: int
-    previous: MetadataVersion | None
-    current: MetadataVersion
-    losses: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
 class CloseClientConnections:
     """(Broker) close every client connection so clients renegotiate ApiVersions."""
 
@@ -106,3 +67,16 @@ class CloseClientConnections:
 
 Effect = WriteSnapshot | MetadataVersionChanged | CloseClientConnections
 Reply = Respond | AppendThenRespond | Forward
+
+
+__all__ = [
+    "AppendThenRespond",
+    "Body",
+    "CloseClientConnections",
+    "Effect",
+    "Forward",
+    "MetadataVersionChanged",
+    "Reply",
+    "Respond",
+    "WriteSnapshot",
+]

@@ -1,4 +1,4 @@
-"""Errors of the controller and broker cores."""
+"""Errors of the controller and broker cores (KIP-778's fail-stop is the image layer's: replay raises it)."""
 
 from __future__ import annotations
 
@@ -22,27 +22,3 @@ class ApiError(ControllerError):
         self.text = message
         super().__init__(message if message is not None else error.describe())
 
-
-class FatalFaultError(ControllerError):
-    """KIP-778 fail-stop: the node replayed a record its software cannot support.
-
-    The runtime must stop the node (a controller resigns first, a broker unregisters first) and
-    exit non-zero after logging ``str(error)``, which names the level and the node's own range.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        feature: str = "",
-        level: int = -1,
-        supported_min: int = -1,
-        supported_max: int = -1,
-    ) -> None:
-        self.cleanup: tuple[object, ...] = ()
-        """What to do before exiting (a broker's UnregisterBroker call), in order."""
-        self.feature = feature
-        self.level = level
-        self.supported_min = supported_min
-        self.supported_max = supported_max
-        super().__init__(message)

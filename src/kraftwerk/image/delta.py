@@ -18,7 +18,9 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
+
+from immutables import Map
 
 from kraftwerk.image.errors import MetadataReplayError
 from kraftwerk.image.model import (
@@ -48,11 +50,15 @@ from kraftwerk.image.model import (
     ZkMigrationState,
     sorted_dirs,
 )
+from kraftwerk.native import compiled
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.versions.errors import UnknownMetadataVersionError
 from kraftwerk.versions.metadata_version import FEATURE_NAME, MetadataVersion
 
 log = logging.getLogger(__name__)
+
+#: the compiled twin of the partition replay, or None (pure Python)
+NATIVE = compiled("kraftwerk.image._cdelta")
 
 KRAFT_VERSION = "kraft.version"
 
@@ -63,6 +69,9 @@ UNSUPPORTED_MV_MESSAGE = (
 )
 
 Value = Mapping[str, Any]
+_T = TypeVar("_T")
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
 def _ints(values: Iterable[int] | None) -> tuple[int, ...]:
@@ -107,35 +116,60 @@ def broker_from_record(value: Value) -> BrokerRegistration:
     )
 
 
-def partition_from_record(value: Value) -> PartitionRegistration:
-    """Kafka's PartitionRegistration(PartitionRecord): no directories means MIGRATING."""
-    replicas = _ints(value.get("replicas"))
-    dirs = tuple(value.get("directories") or ())
-    if dirs and len(dirs) != len(replicas):
-        raise MetadataReplayError(
-            f"The lengths for replicas and directories do not match in partition "
-            f"{value.get('topicId')}:{value.get('partitionId')}"
-        )
-    return PartitionRegistration(
-        replicas=replicas,
-        isr=_ints(value.get("isr")),
-        directories=dirs or (DIR_MIGRATING,) * len(replicas),
-        removing_replicas=_ints(value.get("removingReplicas")),
-        adding_replicas=_ints(value.get("addingReplicas")),
-        leader=value.get("leader", -1),
-        leader_recovery_state=_recovery_state(value.get("leaderRecoveryState", 0)),
-        leader_epoch=value.get("leaderEpoch", -1),
-        partition_epoch=value.get("partitionEpoch", -1),
-        elr=_ints(value.get("eligibleLeaderReplicas")),
-        last_known_elr=_ints(value.get("lastKnownElr")),
-    )
+def _share(shared: dict[Any, Any] | None, value: _T) -> _T:
+    if shared is None:
+        return value
+    kept: _T = shared.setdefault(value, value)
+    return kept
+
+
+def _partition_from_record_py(value: Value, shared: dict[Any, Any] | None = None) -> PartitionRegistration:
+    """Kafka's PartitionRegistration(PartitionRecord): no directories means MIGRATING.
+
+    ``shared`` (a delta's) maps each tuple to an equal one kept before, so that the many
+    partitions with the same replicas, ISR or directories hold one tuple between them. The pure
+    reference of ``_cdelta.partition_from_record``.
+    """
+    replicas = _share(shared, _ints(value.get("replicas")))
+    dirs_raw = value.get("directories")
+    if dirs_raw:
+        if len(dirs_raw) != len(replicas):
+            raise MetadataReplayError(
+                f"The lengths for replicas and directories do not match in partition "
+                f"{value.get('topicId')}:{value.get('partitionId')}"
+            )
+        dirs = _share(shared, tuple(dirs_raw))
+    else:
+        dirs = _share(shared, (DIR_MIGRATING,) * len(replicas))
+    return _new_partition(PartitionRegistration, (
+        replicas,
+        _share(shared, _ints(value.get("isr"))),
+        dirs,
+        _share(shared, _ints(value.get("removingReplicas"))),
+        _share(shared, _ints(value.get("addingReplicas"))),
+        value.get("leader", -1),
+        _recovery_state(value.get("leaderRecoveryState", 0)),
+        value.get("leaderEpoch", -1),
+        value.get("partitionEpoch", -1),
+        _share(shared, _ints(value.get("eligibleLeaderReplicas"))),
+        _share(shared, _ints(value.get("lastKnownElr"))),
+    ))
+
+
+_new_partition = tuple.__new__
+_RECOVERY_STATES = {state.value: state for state in LeaderRecoveryState}
 
 
 def _recovery_state(raw: int) -> LeaderRecoveryState:
-    try:
-        return LeaderRecoveryState(raw)
-    except ValueError:
-        raise MetadataReplayError(f"Value {raw} is not a valid leader recovery state") from None
+    state = _RECOVERY_STATES.get(raw)
+    if state is None:
+        raise MetadataReplayError(f"Value {raw} is not a valid leader recovery state")
+    return state
+
+
+#: the PartitionRecord replay in use: the compiled twin when built (see :mod:`kraftwerk.native`)
+partition_from_record: Callable[[Value, dict[Any, Any] | None], PartitionRegistration] = (
+    _partition_from_record_py if NATIVE is None else NATIVE.partition_from_record)
 
 
 def merge_partition_change(prev: PartitionRegistration, value: Value,
@@ -223,6 +257,7 @@ class MetadataDelta:
         self._scram_changes: dict[tuple[int, str], ScramCredential | None] = {}
         self._tokens: dict[str, DelegationToken | None] = {}
         self._txn: list[tuple[MetadataRecord, int]] | None = None
+        self._shared: dict[Any, Any] = {}  # tuples kept by the partitions replayed so far
         self.records_replayed = 0
 
     # ------------------------------------------------------------------ transactions
@@ -393,12 +428,14 @@ class MetadataDelta:
             return None
         return self._base.topics.by_id.get(topic_id)
 
-    def _topic_change(self, topic_id: uuid.UUID, what: str) -> _TopicChange:
+    def _topic_change(self, topic_id: uuid.UUID, what: Callable[[], str]) -> _TopicChange:
+        """The topic's change, made on first touch; ``what`` names the action for the error (a
+        function: formatting it for each of a million partitions cost more than replaying one)."""
         change = self._topics.get(topic_id)
         if change is None:
             base = None if topic_id in self._deleted_topics else self._base.topics.by_id.get(topic_id)
             if base is None:
-                raise MetadataReplayError(f"Unable to {what}: no topic with id {topic_id} found.")
+                raise MetadataReplayError(f"Unable to {what()}: no topic with id {topic_id} found.")
             change = _TopicChange(base.id, base.name, dict(base.partitions))
             self._topics[topic_id] = change
         return change
@@ -426,12 +463,13 @@ class MetadataDelta:
         self._configs[ConfigResource(ConfigResourceType.TOPIC, name)] = {}
 
     def _partition(self, value: Value, offset: int) -> None:
-        change = self._topic_change(value["topicId"], f"replay PartitionRecord {value.get('partitionId')}")
-        change.partitions[value["partitionId"]] = partition_from_record(value)
+        change = self._topic_change(value["topicId"],
+                                    lambda: f"replay PartitionRecord {value.get('partitionId')}")
+        change.partitions[value["partitionId"]] = partition_from_record(value, self._shared)
 
     def _partition_change(self, value: Value, offset: int) -> None:
         pid = value["partitionId"]
-        change = self._topic_change(value["topicId"], f"find partition {value['topicId']}:{pid}")
+        change = self._topic_change(value["topicId"], lambda: f"find partition {value['topicId']}:{pid}")
         prev = change.partitions.get(pid)
         if prev is None:
             raise MetadataReplayError(f"Unable to find partition {value['topicId']}:{pid}")
@@ -456,7 +494,7 @@ class MetadataDelta:
             assert topic is not None
             if not any(p.elr or p.last_known_elr for p in topic.partitions.values()):
                 continue
-            change = self._topic_change(tid, "clear ELR")
+            change = self._topic_change(tid, lambda: "clear ELR")
             for pid, part in list(change.partitions.items()):
                 if part.elr or part.last_known_elr:
                     change.partitions[pid] = merge_partition_change(
@@ -591,22 +629,19 @@ class MetadataDelta:
         if self._topics or self._deleted_topics:
             removed_names = [base.topics.by_id[t].name for t in self._deleted_topics]
             new_topics = {tid: TopicImage(c.name, c.id, c.partitions) for tid, c in self._topics.items()}
-            by_id = base.topics.by_id.update(new_topics, removed=[
-                t for t in self._deleted_topics if t not in new_topics])
-            by_name = base.topics.by_name.update(
-                {t.name: t for t in new_topics.values()},
-                removed=[n for n in removed_names if n not in {t.name for t in new_topics.values()}])
+            by_id = _updated(base.topics.by_id, new_topics,
+                             [t for t in self._deleted_topics if t not in new_topics])
+            by_name = _updated(base.topics.by_name, {t.name: t for t in new_topics.values()},
+                               [n for n in removed_names if n not in {t.name for t in new_topics.values()}])
             topics = TopicsImage(by_id, by_name)
         configs = base.configs
         if self._configs:
-            configs = configs.update(
-                {r: dict(sorted(c.items())) for r, c in self._configs.items() if c},
-                removed=[r for r, c in self._configs.items() if not c])
+            configs = _updated(configs, {r: dict(sorted(c.items())) for r, c in self._configs.items() if c},
+                               [r for r, c in self._configs.items() if not c])
         quotas = base.client_quotas
         if self._quotas:
-            quotas = quotas.update(
-                {e: dict(sorted(q.items())) for e, q in self._quotas.items() if q},
-                removed=[e for e, q in self._quotas.items() if not q])
+            quotas = _updated(quotas, {e: dict(sorted(q.items())) for e, q in self._quotas.items() if q},
+                              [e for e, q in self._quotas.items() if not q])
         epoch = base.features_epoch if self._features_epoch is None else self._features_epoch
         snapshot_epoch = self.snapshot and provenance.last_offset >= 0
         if snapshot_epoch or (self._features_epoch is not None and self._features_epoch < 0):
@@ -619,9 +654,9 @@ class MetadataDelta:
             client_quotas=quotas,
             producer_ids_next=base.producer_ids_next if self._producer_ids_next is None
             else self._producer_ids_next,
-            acls=_merge_pmap(base.acls, self._acls),
-            scram=_merge_pmap(base.scram, self._scram_changes),
-            delegation_tokens=_merge_pmap(base.delegation_tokens, self._tokens),
+            acls=_merge_map(base.acls, self._acls),
+            scram=_merge_map(base.scram, self._scram_changes),
+            delegation_tokens=_merge_map(base.delegation_tokens, self._tokens),
             provenance=provenance,
             features_epoch=epoch,
         )
@@ -644,11 +679,23 @@ def _merge_small(base: Mapping[int, Any], changes: Mapping[int, Any]) -> dict[in
     return dict(sorted(merged.items()))
 
 
-def _merge_pmap(base: Any, changes: Mapping[Any, Any]) -> Any:
+def _merge_map(base: Map[_K, _V], changes: Mapping[_K, _V | None]) -> Map[_K, _V]:
+    """``base`` with the changes applied; a None value removes its key."""
     if not changes:
         return base
-    return base.update({k: v for k, v in changes.items() if v is not None},
-                       removed=[k for k, v in changes.items() if v is None])
+    return _updated(base, {k: v for k, v in changes.items() if v is not None},
+                    [k for k, v in changes.items() if v is None])
+
+
+def _updated(base: Map[_K, _V], changes: Mapping[_K, _V], removed: Iterable[_K] = ()) -> Map[_K, _V]:
+    """``base`` without ``removed``, then with ``changes``: one mutation of the persistent map,
+    which copies only the paths to the changed keys (the rest is shared with ``base``)."""
+    mutation = base.mutate()
+    for key in removed:
+        mutation.pop(key, None)
+    for key, value in changes.items():
+        mutation[key] = value
+    return mutation.finish()
 
 
 _Handler = Callable[[MetadataDelta, Value, int], None]

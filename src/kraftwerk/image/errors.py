@@ -19,6 +19,31 @@ class MetadataReplayError(ImageError):
     """
 
 
+class FatalFaultError(ImageError):
+    """KIP-778 fail-stop: the node replayed a record its software cannot support.
+
+    The host must stop the node (a controller resigns first, a broker unregisters first) and
+    exit non-zero after logging ``str(error)``, which names the level and the node's own range.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        feature: str = "",
+        level: int = -1,
+        supported_min: int = -1,
+        supported_max: int = -1,
+    ) -> None:
+        self.cleanup: tuple[object, ...] = ()
+        """What to do before exiting (a broker's UnregisterBroker call), in order."""
+        self.feature = feature
+        self.level = level
+        self.supported_min = supported_min
+        self.supported_max = supported_max
+        super().__init__(message)
+
+
 class UnwritableMetadataError(ImageError):
     """The image holds data that the target metadata.version cannot represent.
 

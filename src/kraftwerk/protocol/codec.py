@@ -14,15 +14,22 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Callable
-from functools import cache
+from functools import lru_cache
 from typing import Any
 
+from kraftwerk.native import compiled
 from kraftwerk.protocol.errors import DecodeError, EncodeError, UnsupportedVersionError
 from kraftwerk.protocol.schema import Field, MessageSpec
 
 Value = dict[str, Any]
 Decoder = Callable[[bytes, int, int], tuple[Value, int]]
 Encoder = Callable[[bytearray, Value], None]
+#: a decode plan (see ``_Gen.plan``): nested tuples of field kinds, keys and defaults
+PlanItem = tuple[Any, ...]
+Plan = tuple[tuple[PlanItem, ...], tuple[tuple[str, Any], ...], tuple[tuple[int, PlanItem], ...], bool]
+
+#: the compiled twin (an interpreter of decode plans), or None (pure Python)
+NATIVE = compiled("kraftwerk.protocol._ccodec")
 
 UNKNOWN_TAGGED = "_unknownTaggedFields"
 
@@ -133,6 +140,13 @@ def _null_write(name: str) -> EncodeError:
     return EncodeError(f"non-nullable field {name} was serialized as null")
 
 
+@lru_cache(maxsize=4096)
+def uuid_from_bytes(raw: bytes) -> uuid.UUID:
+    """The UUID of 16 bytes, shared: a metadata log repeats a few ids (a topic's in each of its
+    partitions, a broker's directories in every replica) millions of times."""
+    return uuid.UUID(bytes=raw)
+
+
 def _utf8(buf: bytes, pos: int, n: int) -> str:
     return buf[pos:pos + n].decode("utf-8")
 
@@ -144,7 +158,7 @@ def _check_tagged_end(pos: int, expected: int, tag: int) -> None:
 
 _RUNTIME: dict[str, Any] = {
     "_struct": struct,
-    "_uuid": uuid.UUID,
+    "_uuid": uuid_from_bytes,
     "_UUID_ZERO_BYTES": bytes(16),
     "_ruv": read_uvarint,
     "_uv": uvarint,
@@ -342,7 +356,7 @@ class _Gen:
             e(ind, "pos += 1")
         elif typ == "uuid":
             e(ind, f"if pos + 16 > {limit}: raise _too_long('uuid', 16, {limit} - pos)")
-            e(ind, f"{pre}_uuid(bytes=bytes(buf[pos:pos + 16])){post}")
+            e(ind, f"{pre}_uuid(buf[pos:pos + 16]){post}")
             e(ind, "pos += 16")
         elif typ in ("string", "bytes", "records"):
             if self.flexible:
@@ -504,6 +518,48 @@ class _Gen:
         else:  # pragma: no cover
             raise AssertionError(typ)
 
+    # -- the decode plan: the same classification as data, for the compiled twin's interpreter
+
+    def plan(self, fields: tuple[Field, ...]) -> Plan:
+        """The decoder of a struct as nested tuples: ``(regular, defaults, tagged, flexible)``.
+
+        ``regular`` lists the untagged fields present at this version in wire order, a run of
+        fixed-width ones as one ``("fixed", ((key, struct code), ...))`` item (one bounds check for
+        the run, as the generated code unpacks it at once); ``defaults`` pairs the key of every
+        absent or tagged field with its default; ``tagged`` pairs each tag with its field's item.
+        """
+        regular: list[PlanItem] = []
+        run: list[tuple[str, str]] = []
+        for f in fields:
+            if not self.present(f) or self.tagged(f):
+                continue
+            if f.type in _FIXED and not f.is_array:
+                run.append((f.json_name, _FIXED[f.type][0]))
+                continue
+            if run:
+                regular.append(("fixed", tuple(run)))
+                run = []
+            regular.append(self._plan_item(f))
+        if run:
+            regular.append(("fixed", tuple(run)))
+        defaults = tuple((f.json_name, f.default_value()) for f in fields
+                         if not self.present(f) or self.tagged(f))
+        tagged = tuple((f.tag, self._plan_item(f)) for f in fields
+                       if self.present(f) and self.tagged(f) and f.tag is not None)
+        return tuple(regular), defaults, tagged, self.flexible
+
+    def _plan_item(self, f: Field) -> PlanItem:
+        if f.type in _FIXED:
+            return "fixed", ((f.json_name, _FIXED[f.type][0]),)
+        if f.is_array:
+            elem = f.element_type
+            sub = self.plan(f.fields) if f.is_struct else None
+            element = (_FIXED[elem][0] if elem in _FIXED else elem, sub)
+            return "array", f.json_name, f.name, self.nullable(f), element
+        if f.is_struct:
+            return "struct", f.json_name, f.name, self.nullable(f), self.plan(f.fields)
+        return f.type, f.json_name, f.name, self.nullable(f), None
+
     def compile(self) -> tuple[Decoder, Encoder]:
         dec = self.gen_decoder(self.spec.fields, self.spec.name)
         enc = self.gen_encoder(self.spec.fields, self.spec.name)
@@ -513,9 +569,25 @@ class _Gen:
         return self.ns[dec], self.ns[enc]
 
 
-@cache
 def _codec(spec: MessageSpec, version: int) -> tuple[Decoder, Encoder]:
-    return _Gen(spec, version).compile()
+    """The (cached) decoder and encoder of a (message, version): the generated Python ones, the
+    decoder replaced by the compiled twin's interpreter of :meth:`_Gen.plan` when it is built.
+
+    Cached by the spec's identity: hashing a frozen spec means hashing every field declaration,
+    which cost more than decoding a small record."""
+    key = (id(spec), version)
+    hit = _CODECS.get(key)
+    if hit is None or hit[0] is not spec:
+        gen = _Gen(spec, version)
+        dec, enc = gen.compile()
+        if NATIVE is not None:
+            dec = NATIVE.decoder(gen.plan(spec.fields), uuid_from_bytes, UNKNOWN_TAGGED)
+        hit = _CODECS[key] = (spec, dec, enc)
+    return hit[1], hit[2]
+
+
+#: (id(spec), version) -> (spec, decoder, encoder); the spec is kept so that its id stays its own
+_CODECS: dict[tuple[int, int], tuple[MessageSpec, Decoder, Encoder]] = {}
 
 
 def generated_source(spec: MessageSpec, version: int) -> str:
@@ -540,8 +612,12 @@ _ENCODE_FAILURES = (struct.error, TypeError, AttributeError, UnicodeEncodeError,
 def decode_from(spec: MessageSpec, version: int, buf: bytes, pos: int = 0, end: int | None = None
                 ) -> tuple[Value, int]:
     """Decode one message body starting at ``pos``; returns the value and the position after it."""
-    _check_version(spec, version)
-    dec = _codec(spec, version)[0]
+    hit = _CODECS.get((id(spec), version))
+    if hit is not None and hit[0] is spec:  # cached: the version was checked when it was built
+        dec = hit[1]
+    else:
+        _check_version(spec, version)
+        dec = _codec(spec, version)[0]
     if not isinstance(buf, bytes):
         buf = bytes(buf)
     limit = len(buf) if end is None else end

@@ -184,18 +184,37 @@ class RaftLog(ABC):
     def truncate_to(self, offset: int) -> None:
         """Remove offsets >= ``offset`` (durably: a truncation never comes back after a crash)."""
 
+    @property
     @abstractmethod
-    def epoch_entries(self) -> tuple[tuple[int, int], ...]:
-        """The leader-epoch cache: (epoch, start offset) pairs."""
+    def epoch_cache(self) -> EpochCache:
+        """The leader-epoch cache the implementation keeps in step with appends and truncations."""
 
     @abstractmethod
+    def last_batch_epoch(self) -> int | None:
+        """The epoch of the last batch at or above the log start, None when there is none."""
+
+    # The epoch lookups, written once over what every implementation keeps.
+
+    def epoch_entries(self) -> tuple[tuple[int, int], ...]:
+        """The leader-epoch cache: (epoch, start offset) pairs."""
+        return self.epoch_cache.entries
+
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
         """Kafka's endOffsetForEpoch, including the snapshot at the log start as the oldest entry;
         ``OffsetAndEpoch(-1, -1)`` when the log has nothing at or below ``epoch``."""
+        return end_offset_for_epoch(
+            self.epoch_cache, epoch, self.end_offset, self.start_offset, self.earliest_snapshot()
+        )
 
-    @abstractmethod
     def last_fetched_epoch(self) -> int:
         """The epoch of the last batch, else of the snapshot at the log start, else 0."""
+        last = self.last_batch_epoch()
+        if last is not None:
+            return last
+        for sid in self.snapshots():
+            if sid.end_offset == self.start_offset:
+                return sid.epoch
+        return 0
 
     @abstractmethod
     def snapshots(self) -> list[SnapshotId]:
@@ -377,21 +396,12 @@ class MemoryRaftLog(RaftLog):
         self._flushed_offset = min(self._flushed_offset, offset)
         self._cache.truncate_from_end(offset)
 
-    def epoch_entries(self) -> tuple[tuple[int, int], ...]:
-        return self._cache.entries
+    @property
+    def epoch_cache(self) -> EpochCache:
+        return self._cache
 
-    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
-        return end_offset_for_epoch(
-            self._cache, epoch, self.end_offset, self._start, self.earliest_snapshot()
-        )
-
-    def last_fetched_epoch(self) -> int:
-        if self._infos:
-            return self._infos[-1].epoch
-        snap = self.latest_snapshot()
-        if snap is not None and snap.end_offset == self._start:
-            return snap.epoch
-        return 0
+    def last_batch_epoch(self) -> int | None:
+        return self._infos[-1].epoch if self._infos else None
 
     def snapshots(self) -> list[SnapshotId]:
         return sorted(self._snapshots)

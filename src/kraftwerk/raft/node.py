@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kraftwerk.backoff import ExponentialBackoff
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.control_records import (
     KRAFT_VERSION_RECORD,
@@ -1108,13 +1109,8 @@ class RaftNode:
             if not cands:
                 cands = [int(c) for c in part.get("preferredSuccessors") or []]
             pos = cands.index(self.node_id) if self.node_id in cands else len(cands)
-            backoff = (
-                0
-                if pos == 0
-                else min(
-                    self.config.election_backoff_max_ms, self.config.retry_backoff_ms * (1 << min(pos, 16))
-                )
-            )
+            successor = ExponentialBackoff(self.config.retry_backoff_ms, self.config.election_backoff_max_ms)
+            backoff = 0 if pos == 0 else successor.delay_ms(min(pos, 16))
             backoff += self._rng.randint(0, self.config.retry_backoff_ms)
             self._fetch_deadline = min(self._fetch_deadline or now_ms + backoff, now_ms + backoff)
             self._last_fetch_ok_ms = None

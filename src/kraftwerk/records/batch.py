@@ -13,13 +13,13 @@ from __future__ import annotations
 import logging
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
-from typing import NamedTuple
 
 from crc32c import crc32c
 
+from kraftwerk.native import compiled
 from kraftwerk.protocol.codec import read_varint, read_varlong
 from kraftwerk.protocol.errors import DecodeError
 from kraftwerk.records.compression import decompress
@@ -49,8 +49,13 @@ from kraftwerk.records.types import (
     ControlRecordType,
     TimestampType,
 )
+from kraftwerk.records.types import Header as Header  # re-exported: declared with the record formats
+from kraftwerk.records.types import Record as Record
 
 log = logging.getLogger(__name__)
+
+#: the compiled twin of this module's hot loops, or None (pure Python)
+NATIVE = compiled("kraftwerk.records._cbatch")
 
 Buffer = bytes | bytearray | memoryview
 
@@ -78,8 +83,6 @@ _MIN_V2_RECORD = 7  # length, attributes, ts delta, offset delta, key len, value
 _NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
 _CODECS = tuple(CompressionType)
 
-Header = tuple[str, bytes | None]
-
 # Zig-zag values of every one- and two-byte varint, indexed by ``b0`` (< 0x80) or ``b0 + (b1 << 7)``
 # (``b0`` >= 0x80, ``b1`` < 0x80; the ranges do not overlap): the decoder's hot path is one table
 # lookup per field instead of a function call (most lengths and deltas in real batches take two bytes).
@@ -101,20 +104,6 @@ _ZZ = _zig_zag_table()
 #: (offset, crc, attributes, timestamp, key length position, key length, value length position,
 #: value length) of a shallow v0/v1 message, from :func:`legacy_layout`
 LegacyLayout = tuple[int, int, int, int, int, int, int, int]
-
-
-class Record(NamedTuple):
-    """One record as a consumer sees it: absolute offset, timestamp, key, value, headers.
-
-    A NamedTuple rather than a dataclass because millions are built per scan and tuple
-    construction is several times cheaper; it is immutable all the same.
-    """
-
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[Header, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,9 +322,10 @@ class RecordBatch:
 
     def _v2_records(self) -> Iterator[Record]:
         count = self._count or 0
+        buf: Buffer
         if self.compression is CompressionType.NONE:
             p = self.position
-            buf = bytes(self._buf[p + RECORD_BATCH_OVERHEAD:p + self.size])
+            buf = self._buf[p + RECORD_BATCH_OVERHEAD:p + self.size]
         else:
             buf = self.decompressed_payload()
         if count > len(buf) // _MIN_V2_RECORD:
@@ -497,15 +487,16 @@ def _parse_legacy(buf: memoryview, pos: int, end: int, wrapper_ts: int | None,
                          key, value)
 
 
-def _decode_v2(buf: bytes, count: int, base_offset: int, base_ts: int, lat: int | None,
-               where: int) -> Iterator[Record]:
-    """Decode ``count`` v2 records from ``buf``.
+def _decode_v2_py(data: Buffer, count: int, base_offset: int, base_ts: int, lat: int | None,
+                  where: int) -> Iterator[Record]:
+    """Decode ``count`` v2 records from ``buf`` (the pure reference of ``_cbatch.decode_v2``).
 
     The hot path: one- and two-byte varints are a table lookup (``_ZZ``), longer ones go through
     the general reader; every length is still checked against the record and batch bounds. The
     five varint reads are written out on purpose: a helper call per field would cost about as much
     as the whole record decode does now.
     """
+    buf = data if type(data) is bytes else bytes(data)
     pos = 0
     end = len(buf)
     new = tuple.__new__
@@ -592,6 +583,11 @@ def _decode_v2(buf: bytes, count: int, base_offset: int, base_ts: int, lat: int 
             raise CorruptRecordError("Incorrect declared batch size, records still remaining in file", where)
     except (IndexError, DecodeError) as e:
         raise CorruptRecordError(f"Malformed record: {e or 'truncated'}", where) from None
+
+
+#: the v2 record decoder in use: the compiled twin when built (see :mod:`kraftwerk.native`)
+_decode_v2: Callable[[Buffer, int, int, int, int | None, int], Iterator[Record]] = (
+    _decode_v2_py if NATIVE is None else NATIVE.decode_v2)
 
 
 def _decode_headers(buf: bytes, pos: int, rec_end: int, where: int) -> tuple[tuple[Header, ...], int]:

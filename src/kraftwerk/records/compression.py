@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import cramjam
+import xxhash
 from zlib_ng import zlib_ng
 
+from kraftwerk.native import compiled
 from kraftwerk.protocol.codec import read_uvarint
 from kraftwerk.protocol.errors import DecodeError
 from kraftwerk.records.errors import (
@@ -31,56 +33,32 @@ _I32_BE = struct.Struct(">i")
 _U32_LE = struct.Struct("<I")
 _GZIP_TRAILER = struct.Struct("<II")
 
+#: the compiled twin of the records layer (here: output buffers filled in place), or None
+NATIVE = compiled("kraftwerk.records._cbatch")
+
+def _fill_bytes_py(capacity: int, write: Callable[[memoryview], int]) -> bytes:
+    """``bytes`` of what ``write(view)`` puts at the start of a writable ``capacity``-byte view and
+    counts (its return value): a decompressor's output buffer. The pure reference of
+    ``_cbatch.fill_bytes``, which writes into the result itself instead of a scratch copy."""
+    view = memoryview(bytearray(max(capacity, 1)))
+    n = write(view)
+    if n < 0 or n > len(view):
+        raise ValueError(f"wrote {n} bytes into a {len(view)}-byte buffer")
+    return bytes(view[:n])
+
+
+_fill_bytes: Callable[[int, Callable[[memoryview], int]], bytes] = (
+    _fill_bytes_py if NATIVE is None else NATIVE.fill_bytes)
+
+
 # --------------------------------------------------------------------------- xxhash32 (lz4 frame)
 
-_P1 = 2654435761
-_P2 = 2246822519
-_P3 = 3266489917
-_P4 = 668265263
-_P5 = 374761393
 _M32 = 0xFFFFFFFF
 
 
-def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (32 - r))) & _M32
-
-
 def xxhash32(data: Buffer, seed: int = 0) -> int:
-    """XXH32 of ``data``: the LZ4 frame descriptor and block checksum (short inputs only in practice)."""
-    mv = memoryview(data).cast("B") if not isinstance(data, bytes) else data
-    n = len(mv)
-    pos = 0
-    if n >= 16:
-        v1 = (seed + _P1 + _P2) & _M32
-        v2 = (seed + _P2) & _M32
-        v3 = seed & _M32
-        v4 = (seed - _P1) & _M32
-        limit = n - 16
-        unpack = struct.Struct("<IIII").unpack_from
-        while pos <= limit:
-            a, b, c, d = unpack(mv, pos)
-            v1 = (_rotl((v1 + a * _P2) & _M32, 13) * _P1) & _M32
-            v2 = (_rotl((v2 + b * _P2) & _M32, 13) * _P1) & _M32
-            v3 = (_rotl((v3 + c * _P2) & _M32, 13) * _P1) & _M32
-            v4 = (_rotl((v4 + d * _P2) & _M32, 13) * _P1) & _M32
-            pos += 16
-        acc = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & _M32
-    else:
-        acc = (seed + _P5) & _M32
-    acc = (acc + n) & _M32
-    while pos + 4 <= n:
-        (lane,) = _U32_LE.unpack_from(mv, pos)
-        acc = (_rotl((acc + lane * _P3) & _M32, 17) * _P4) & _M32
-        pos += 4
-    while pos < n:
-        acc = (_rotl((acc + mv[pos] * _P5) & _M32, 11) * _P1) & _M32
-        pos += 1
-    acc ^= acc >> 15
-    acc = (acc * _P2) & _M32
-    acc ^= acc >> 13
-    acc = (acc * _P3) & _M32
-    acc ^= acc >> 16
-    return acc
+    """XXH32 of ``data``: the LZ4 frame descriptor and block checksums (the ``xxhash`` package)."""
+    return xxhash.xxh32_intdigest(data, seed)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -245,8 +223,6 @@ def _lz4_decompress(data: Buffer, magic: int, max_size: int) -> bytes:
     if size_code < 4:
         raise CompressionError("Invalid lz4 block size code")
     block_max = 1 << (2 * size_code + 8)
-    block_checksum = bool(flg & 0x10)
-    content_checksum = bool(flg & 0x04)
     pos = 6
     if flg & 0x08:
         pos += 8  # content size: not needed, the blocks are bounded one by one
@@ -256,9 +232,28 @@ def _lz4_decompress(data: Buffer, magic: int, max_size: int) -> bytes:
     if mv[pos] != (xxhash32(hashed) >> 8) & 0xFF:
         raise CompressionError("Stream frame descriptor corrupted")
     pos += 1
-    out: list[bytes] = []
+    blocks = _lz4_blocks(mv, pos, block_max, block_checksum=bool(flg & 0x10),
+                         content_checksum=bool(flg & 0x04))
+    bound = _lz4_bound(mv, pos, block_max, max_size)
+    if bound >= 0:  # the usual frame: the blocks decompress straight into the result
+        return _fill_bytes(bound, lambda out: _lz4_into(blocks, out, max_size))
+    # block sizes that could add up past the cap: one block-sized buffer at a time, little allocated
+    scratch = memoryview(bytearray(block_max))
+    pieces: list[bytes] = []
     total = 0
-    scratch = bytearray(block_max)
+    for raw, block in blocks:
+        k = _lz4_block_into(raw, block, scratch)
+        total += k
+        if total > max_size:
+            raise _limit("lz4", max_size)
+        pieces.append(bytes(scratch[:k]))
+    return b"".join(pieces)
+
+
+def _lz4_blocks(mv: memoryview, pos: int, block_max: int, *, block_checksum: bool, content_checksum: bool
+                ) -> Iterator[tuple[bool, memoryview]]:
+    """(stored raw?, bytes) of each data block of an lz4 frame from ``pos``, checked as they come."""
+    end = len(mv)
     while True:
         if end - pos < 4:
             raise CompressionError("Truncated lz4 frame (missing end mark)")
@@ -266,7 +261,6 @@ def _lz4_decompress(data: Buffer, magic: int, max_size: int) -> bytes:
         pos += 4
         if word == 0:
             break
-        raw = bool(word & _LZ4_INCOMPRESSIBLE)
         n = word & 0x7FFFFFFF
         if n > block_max:
             raise CompressionError(f"lz4 block size {n} exceeded max: {block_max}")
@@ -280,21 +274,46 @@ def _lz4_decompress(data: Buffer, magic: int, max_size: int) -> bytes:
             if _U32_LE.unpack_from(mv, pos)[0] != xxhash32(block):
                 raise CompressionError("lz4 block checksum mismatch")
             pos += 4
-        if raw:
-            piece = bytes(block)
-        else:
-            try:
-                k = cramjam.lz4.decompress_block_into(block, scratch)
-            except cramjam.DecompressionError as e:
-                raise CompressionError(f"Invalid lz4 block: {e}") from None
-            piece = bytes(scratch[:k])
-        total += len(piece)
-        if total > max_size:
-            raise _limit("lz4", max_size)
-        out.append(piece)
+        yield bool(word & _LZ4_INCOMPRESSIBLE), block
     if content_checksum and end - pos < 4:
         raise CompressionError("Truncated lz4 content checksum")
-    return b"".join(out)
+
+
+def _lz4_block_into(raw: bool, block: memoryview, dest: memoryview) -> int:
+    if raw:
+        dest[:len(block)] = block
+        return len(block)
+    try:
+        return int(cramjam.lz4.decompress_block_into(block, dest))
+    except cramjam.DecompressionError as e:
+        raise CompressionError(f"Invalid lz4 block: {e}") from None
+
+
+def _lz4_into(blocks: Iterator[tuple[bool, memoryview]], out: memoryview, max_size: int) -> int:
+    total = 0
+    for raw, block in blocks:
+        total += _lz4_block_into(raw, block, out[total:])
+        if total > max_size:
+            raise _limit("lz4", max_size)
+    return total
+
+
+def _lz4_bound(mv: memoryview, pos: int, block_max: int, max_size: int) -> int:
+    """An upper bound of an lz4 frame's decompressed size from its block headers (a compressed
+    block of ``n`` bytes yields at most ``block_max`` and ~255 bytes per byte), or -1 when it is
+    past ``max_size`` plus a block. Malformed framing ends the count; the blocks' reader reports it."""
+    end = len(mv)
+    bound = 0
+    while end - pos >= 4:
+        (word,) = _U32_LE.unpack_from(mv, pos)
+        if word == 0:
+            break
+        n = word & 0x7FFFFFFF
+        bound += n if word & _LZ4_INCOMPRESSIBLE else min(block_max, n * 255 + 16)
+        if bound > max_size + block_max:
+            return -1
+        pos += 4 + n + 4 * (mv[4] >> 4 & 1)  # the frame's block checksum flag
+    return bound
 
 
 # --------------------------------------------------------------------------- zstd
@@ -326,17 +345,14 @@ def _zstd_decompress(data: Buffer, max_size: int) -> bytes:
     size = declared if declared is not None else max(len(mv) * 8, 64 * 1024)
     size = max(1, min(size, max_size))
     while True:
-        buf = bytearray(size)
         try:
-            n = cramjam.zstd.decompress_into(mv, buf)
+            return _fill_bytes(size, lambda out: int(cramjam.zstd.decompress_into(mv, out)))
         except cramjam.DecompressionError as e:
             if "whole buffer" not in str(e):
                 raise CompressionError(f"Invalid zstd payload: {e}") from None
             if size >= max_size:
                 raise _limit("zstd", max_size) from None
             size = min(size * 4, max_size)
-            continue
-        return bytes(memoryview(buf)[:n])
 
 
 # --------------------------------------------------------------------------- public API

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from crc32c import crc32c
 
 from kraftwerk.records.batch import (
     _CODECS,
     LEGACY_CRC_START,
+    NATIVE,
     Buffer,
     LegacyLayout,
     RecordBatch,
@@ -95,6 +96,28 @@ def _upconvert_single(mv: memoryview, layout: LegacyLayout, magic: int) -> bytes
     return head + covered
 
 
+def _upconvert_message_py(mv: Buffer, pos: int, size: int, magic: int, check_crc: bool) -> bytes | None:
+    """The v2 batch of the uncompressed v0/v1 message ``mv[pos:pos + size]``, or None for a
+    compressed wrapper: :func:`legacy_layout`'s checks, the stored CRC-32 when ``check_crc``
+    (``CorruptRecordError`` naming ``pos``), then :func:`_upconvert_single`. The pure reference of
+    ``_cbatch.upconvert_message``."""
+    view = _as_view(mv)
+    layout = legacy_layout(view, pos, size, magic)
+    if check_crc:
+        computed = zlib.crc32(view[pos + LEGACY_CRC_START:pos + size])
+        if computed != layout[1]:
+            raise CorruptRecordError(
+                f"Record is corrupt (stored crc = {layout[1]}, computed crc = {computed})", pos)
+    if layout[2] & 0x07:
+        return None
+    return _upconvert_single(view, layout, magic)
+
+
+#: the converter of one message in use: the compiled twin when built (see :mod:`kraftwerk.native`)
+_upconvert_message: Callable[[Buffer, int, int, int, bool], bytes | None] = (
+    _upconvert_message_py if NATIVE is None else NATIVE.upconvert_message)
+
+
 def upconvert_legacy(mv: memoryview, pos: int, size: int, magic: int, digest: ContentDigest | None = None, *,
                      check_crc: bool = True,
                      max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
@@ -107,26 +130,22 @@ def upconvert_legacy(mv: memoryview, pos: int, size: int, magic: int, digest: Co
     compression or magic, offsets Kafka's builder would reject) takes the batch-object path, which
     raises Kafka's errors.
     """
-    layout = legacy_layout(mv, pos, size, magic)
-    if check_crc:
-        computed = zlib.crc32(mv[pos + LEGACY_CRC_START:pos + size])
-        if computed != layout[1]:
-            raise CorruptRecordError(
-                f"Record is corrupt (stored crc = {layout[1]}, computed crc = {computed})", pos)
-    if layout[2] & 0x07:
-        out = _upconvert_wrapper(mv, pos, magic, layout, digest, max_decompressed_size)
-        if out is not None:
-            return out
-        batch = _new_batch(mv, pos, size, magic, max_decompressed_size)
-        out = _upconvert_general(batch)
+    out = _upconvert_message(mv, pos, size, magic, check_crc)
+    if out is not None:
         if digest is not None:
-            digest.records(batch.records())
+            offset, _, _, ts, key_at, key_len, value_at, value_len = legacy_layout(mv, pos, size, magic)
+            digest.record(offset, ts, None if key_len < 0 else mv[key_at + 4:key_at + 4 + key_len],
+                          None if value_len < 0 else mv[value_at + 4:value_at + 4 + value_len])
         return out
+    layout = legacy_layout(mv, pos, size, magic)
+    wrapped = _upconvert_wrapper(mv, pos, magic, layout, digest, max_decompressed_size)
+    if wrapped is not None:
+        return wrapped
+    batch = _new_batch(mv, pos, size, magic, max_decompressed_size)
+    wrapped = _upconvert_general(batch)
     if digest is not None:
-        offset, _, _, ts, key_at, key_len, value_at, value_len = layout
-        digest.record(offset, ts, None if key_len < 0 else mv[key_at + 4:key_at + 4 + key_len],
-                      None if value_len < 0 else mv[value_at + 4:value_at + 4 + value_len])
-    return _upconvert_single(mv, layout, magic)
+        digest.records(batch.records())
+    return wrapped
 
 
 def _upconvert_wrapper(mv: memoryview, pos: int, magic: int, layout: LegacyLayout,

@@ -169,7 +169,7 @@ def digest_v2_batches(data: Buffer, digest: ContentDigest, copied: bytes | bytea
         else:
             codec = attrs & 0x07
             if codec == 0:
-                buf = bytes(mv[pos + RECORD_BATCH_OVERHEAD:pos + size])
+                buf: Buffer = mv[pos + RECORD_BATCH_OVERHEAD:pos + size]
             elif codec > 4:
                 raise CorruptRecordError(f"Unknown compression type id: {codec}", pos)
             else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import NamedTuple
 
 from kraftwerk.protocol.control_records import ControlRecordType as ControlRecordType
 from kraftwerk.records.errors import UnsupportedCompressionError
@@ -79,3 +80,21 @@ class TimestampType(IntEnum):
 
 
 # The control record types are declared once, with the control records, in the protocol layer.
+
+
+#: one record header: a UTF-8 key and a value (null allowed)
+Header = tuple[str, bytes | None]
+
+
+class Record(NamedTuple):
+    """One record as a consumer sees it: absolute offset, timestamp, key, value, headers.
+
+    A NamedTuple rather than a dataclass because millions are built per scan and tuple
+    construction is several times cheaper; it is immutable all the same.
+    """
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...]

@@ -15,6 +15,7 @@ import logging
 import random
 from dataclasses import dataclass
 
+from kraftwerk.backoff import ExponentialBackoff
 from kraftwerk.protocol import codec
 from kraftwerk.runtime import framing
 from kraftwerk.runtime.errors import ConnectionClosedError, NetworkError, RequestTimeoutError
@@ -152,12 +153,11 @@ class ReconnectingClient:
         self._lock = asyncio.Lock()
 
     def next_backoff_s(self) -> float:
-        """Kafka's exponential backoff: base * 2^failures, capped, with ±20% jitter."""
+        """Kafka's exponential backoff: base * 2^(failures - 1), capped, with ±20% jitter."""
         if self._failures == 0:
             return 0.0
-        raw: float = min(self.backoff_max_ms, self.backoff_ms * 2 ** (self._failures - 1))
-        jitter: float = self._rng.uniform(0.8, 1.2)
-        return raw * jitter / 1000.0
+        backoff = ExponentialBackoff(self.backoff_ms, self.backoff_max_ms, jitter=0.2)
+        return backoff.jittered_ms(self._failures - 1, self._rng) / 1000.0
 
     async def connection(self) -> Connection:
         async with self._lock:

@@ -55,7 +55,6 @@ from kraftwerk.controller.effects import (
     Respond,
     WriteSnapshot,
 )
-from kraftwerk.controller.errors import FatalFaultError
 from kraftwerk.controller.hosting import (
     LeaderWatch,
     activate,
@@ -63,18 +62,14 @@ from kraftwerk.controller.hosting import (
     snapshot_at_batch_end,
     timer_records,
 )
-from kraftwerk.controller.quorum import (
-    CONTROLLER_API_KEYS,
-    CONTROLLER_REGISTRATION,
-    DESCRIBE_CLUSTER,
-    RAFT_API_KEYS,
-    QuorumController,
-    not_controller_body,
-)
+from kraftwerk.controller.quorum import CONTROLLER_API_KEYS, RAFT_API_KEYS, QuorumController
+from kraftwerk.controller.responses import not_controller_body
 from kraftwerk.errors import KraftwerkError
+from kraftwerk.image.errors import FatalFaultError
 from kraftwerk.image.model import Endpoint as ImageEndpoint
 from kraftwerk.image.model import MetadataImage
 from kraftwerk.protocol import codec
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.frame import encode_metadata_record
 from kraftwerk.raft import (
     Committed,
@@ -311,7 +306,7 @@ class Node:
         client = self._controller_client(peer_id)
         if client is not None:
             with contextlib.suppress(NetworkError):
-                body = await client.request(DESCRIBE_CLUSTER, 1, {"endpointType": 2}, timeout_s=5)
+                body = await client.request(ApiKey.DESCRIBE_CLUSTER, 1, {"endpointType": 2}, timeout_s=5)
                 theirs = str(body.get("clusterId") or "unknown")
         reason = (f"Controller {peer_id} refused this node with INCONSISTENT_CLUSTER_ID: the quorum's "
                   f"cluster id is {theirs}, but this node's meta.properties say {self.cluster_id}. The "
@@ -580,7 +575,7 @@ class Node:
 
     async def _register_controller(self, controller: QuorumController) -> None:
         try:
-            response = await self._controller_request(CONTROLLER_REGISTRATION, 0,
+            response = await self._controller_request(ApiKey.CONTROLLER_REGISTRATION, 0,
                                                       controller.controller_registration_body())
         except NetworkError as exc:
             log.info("[ControllerRegistrationManager id=%d] RegistrationResponse failed: %s",

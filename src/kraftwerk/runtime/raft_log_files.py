@@ -23,11 +23,9 @@ from kraftwerk.raft.log import (
     ElectionState,
     EpochCache,
     LogBatchInfo,
-    OffsetAndEpoch,
     QuorumStateStore,
     RaftLog,
     SnapshotId,
-    end_offset_for_epoch,
     scan_batch_infos,
 )
 from kraftwerk.raft.types import METADATA_TOPIC_ID, RaftStateError
@@ -337,21 +335,14 @@ class FileRaftLog(RaftLog):
         self._write_epoch_checkpoint_if_changed()
         self._flushed = min(self._flushed, self.end_offset)
 
-    def epoch_entries(self) -> tuple[tuple[int, int], ...]:
-        return self._cache.entries
+    @property
+    def epoch_cache(self) -> EpochCache:
+        return self._cache
 
-    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
-        return end_offset_for_epoch(
-            self._cache, epoch, self.end_offset, self._start, self.earliest_snapshot()
-        )
-
-    def last_fetched_epoch(self) -> int:
+    def last_batch_epoch(self) -> int | None:
         if self._batches and self._batches[-1].last >= self._start:
             return self._batches[-1].epoch
-        for sid in self.snapshots():
-            if sid.end_offset == self._start:
-                return sid.epoch
-        return 0
+        return None
 
     def snapshots(self) -> list[SnapshotId]:
         return [f.snapshot_id for f in list_snapshots(self.directory)]

@@ -32,10 +32,8 @@ lifecycle invariants after every event, the raft checker keeps checking the log 
 
 from __future__ import annotations
 
-import argparse
 import enum
 import random
-import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -43,7 +41,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from kraftwerk.broker.node import BrokerNode, ControllerCall
-from kraftwerk.controller.common import as_record, finalized_levels
+from kraftwerk.controller.activation import default_bootstrap_records
+from kraftwerk.controller.common import finalized_levels
 from kraftwerk.controller.effects import (
     AppendThenRespond,
     CloseClientConnections,
@@ -51,7 +50,6 @@ from kraftwerk.controller.effects import (
     Respond,
     WriteSnapshot,
 )
-from kraftwerk.controller.errors import FatalFaultError
 from kraftwerk.controller.features import KRAFT_VERSION, feature_level_record
 from kraftwerk.controller.hosting import (
     LeaderWatch,
@@ -60,17 +58,13 @@ from kraftwerk.controller.hosting import (
     snapshot_at_batch_end,
     timer_records,
 )
-from kraftwerk.controller.quorum import (
-    BROKER_HEARTBEAT,
-    BROKER_REGISTRATION,
-    CONTROLLER_REGISTRATION,
-    UPDATE_FEATURES,
-    QuorumController,
-    default_bootstrap_records,
-    not_controller_body,
-)
+from kraftwerk.controller.quorum import QuorumController
+from kraftwerk.controller.responses import not_controller_body
 from kraftwerk.errors import KraftwerkError
+from kraftwerk.image.errors import FatalFaultError
 from kraftwerk.image.model import Endpoint
+from kraftwerk.image.replay import as_record
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import encode_metadata_record
 from kraftwerk.protocol.schema import Kind
@@ -531,13 +525,13 @@ class _Machine:
     def on_broker_response(self, api_key: int, body: dict[str, Any]) -> None:
         b = self.broker
         assert b is not None
-        if api_key == BROKER_REGISTRATION:
+        if api_key == ApiKey.BROKER_REGISTRATION:
             b.handle_registration_response(body, self.sim.now)
             if body.get("errorCode", 0) == 0:
                 self.sim.stats["registrations"] += 1
             else:
                 self.sim.stats["registrations_refused"] += 1
-        elif api_key == BROKER_HEARTBEAT:
+        elif api_key == ApiKey.BROKER_HEARTBEAT:
             b.handle_heartbeat_response(body, self.sim.now)
 
     def maybe_register_controller(self, raft: RaftNode) -> None:
@@ -557,7 +551,7 @@ class _Machine:
         self.sim.send_rpc(
             self.nid,
             leader,
-            CONTROLLER_REGISTRATION,
+            ApiKey.CONTROLLER_REGISTRATION,
             0,
             c.controller_registration_body(),
             lambda _b: None,
@@ -576,7 +570,7 @@ class _Machine:
         sim = self.sim
         c = self.controller
         assert c is not None
-        validate_only = api_key == UPDATE_FEATURES and version >= 1 and bool(body.get("validateOnly"))
+        validate_only = api_key == ApiKey.UPDATE_FEATURES and version >= 1 and bool(body.get("validateOnly"))
         log = sim.cluster.nodes[self.nid].log
         assert log is not None
         end_before = log.end_offset
@@ -917,7 +911,7 @@ class LifecycleSim:
         self.send_rpc(
             CLIENT_ID,
             target,
-            UPDATE_FEATURES,
+            ApiKey.UPDATE_FEATURES,
             req.outcome.version,
             req.body,
             lambda body: self._client_response(req, body),
@@ -1362,95 +1356,5 @@ def run_lifecycle_seeds(
     return summary
 
 
-# =============================================================================== CLI
-
-
-def register_lifecycle(commands: Any) -> None:
-    """Add ``lifecycle`` to the ``kraftwerk sim`` sub-commands."""
-    from kraftwerk.cli.output import add_output_flag
-
-    p = commands.add_parser(
-        "lifecycle",
-        help="run seeded metadata.version lifecycle simulations (KIP-778) and check its invariants",
-        description="Run COUNT seeds starting at SEED: controllers and brokers on the simulated raft quorum "
-        "take UpdateFeatures upgrades, dry runs, safe and unsafe downgrades and invalid requests while the "
-        "active controller crashes or is isolated, nodes restart and nodes on old software join or are "
-        "rolled; then the faults heal and every node must converge. Exits 1 on a violation, printing the "
-        "seed, the event trace tail and the command that replays it.",
-    )
-    p.add_argument("--voters", type=int, default=3, help="number of controllers (default 3)")
-    p.add_argument("--brokers", type=int, default=2, help="number of brokers (default 2)")
-    p.add_argument("--seeds", type=int, default=100, metavar="COUNT", help="how many seeds (default 100)")
-    p.add_argument("--start", type=int, default=0, metavar="SEED", help="first seed (default 0)")
-    p.add_argument("--events", type=int, default=6, help="workload and fault events per seed (default 6)")
-    p.add_argument(
-        "--mix",
-        choices=["all", *(m.value for m in Mix)],
-        default="all",
-        help="workload mix; 'all' (default) rotates random, rolling, downgrade and failover over the seeds",
-    )
-    p.add_argument("--no-wire", action="store_true", help="pass bodies without encoding them (faster)")
-    p.add_argument("--keep-going", action="store_true", help="run every seed even after a failure")
-    add_output_flag(p)
-    p.set_defaults(func=_lifecycle_command)
-
-
 ALL_MIXES = (Mix.RANDOM, Mix.ROLLING, Mix.DOWNGRADE, Mix.FAILOVER)
-
-
-def _lifecycle_command(args: argparse.Namespace) -> int:
-    from kraftwerk.cli.output import print_json
-
-    if args.voters < 1 or args.brokers < 0 or args.seeds < 1 or args.events < 0:
-        raise KraftwerkError("--voters and --seeds must be at least 1, --brokers and --events at least 0")
-    mixes = ALL_MIXES if args.mix == "all" else (Mix(args.mix),)
-    base = LifecycleConfig(
-        voters=args.voters, brokers=args.brokers, events=args.events, wire=not args.no_wire
-    )
-    bar: Any = None
-    task: Any = None
-    if args.output == "text" and sys.stdout.isatty():
-        from rich.progress import Progress
-
-        bar = Progress(transient=True)
-        bar.start()
-        task = bar.add_task("lifecycle sim", total=args.seeds)
-    try:
-        summary = run_lifecycle_seeds(
-            base,
-            args.start,
-            args.seeds,
-            mixes=mixes,
-            keep_going=args.keep_going,
-            progress=(lambda _r: bar.advance(task)) if bar is not None else None,
-        )
-    finally:
-        if bar is not None:
-            bar.stop()
-    if args.output == "json":
-        print_json(
-            {
-                "seeds": summary.seeds,
-                "failures": [f.to_json() for f in summary.failures],
-                "events": summary.events,
-                "seconds": round(summary.seconds, 3),
-                "seeds_per_second": round(summary.seeds_per_second, 2),
-                "stats": summary.stats,
-            }
-        )
-    else:
-        for f in summary.failures:
-            print(f.report())
-        status = "FAILED" if summary.failures else "OK"
-        s = summary.stats
-        print(
-            f"{status}: {summary.seeds} seeds ({args.voters} controllers, {args.brokers} brokers, "
-            f"mix {args.mix}), "
-            f"{summary.events} events in {summary.seconds:.1f} s ({summary.seeds_per_second:.1f} seeds/s); "
-            f"{s.get('updates_ok', 0)} updates accepted, {s.get('updates_refused', 0)} refused, "
-            f"{s.get('dry_runs', 0)} dry runs, {s.get('fail_stops', 0)} fail-stops, "
-            f"{s.get('lossy_rewrites', 0)} lossy rewrites, {s.get('rolls', 0)} rolls"
-        )
-        for f in summary.failures:
-            print(f"failing seed {f.config.seed}: replay with: {f.config.replay_command()}")
-    return 1 if summary.failures else 0
+"""The mixes ``--mix all`` rotates over the seeds."""

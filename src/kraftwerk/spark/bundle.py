@@ -129,10 +129,15 @@ def _dependency_files(dist: metadata.Distribution) -> list[tuple[str, Path]]:
     return out
 
 
+#: what the code zip leaves out: byte code, and the compiled twins with their generated C (Python
+#: cannot import an extension from a zip, so executors take the pure-Python paths; see kraftwerk.native)
+_NOT_SHIPPED = (".pyc", ".so", ".c")
+
+
 def _code_files() -> list[tuple[str, Path]]:
     root = Path(kraftwerk.__file__).parent
     return [(f"kraftwerk/{p.relative_to(root).as_posix()}", p) for p in sorted(root.rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"]
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix not in _NOT_SHIPPED]
 
 
 def _digest(parts: Iterable[bytes]) -> str:

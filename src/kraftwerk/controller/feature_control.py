@@ -1,0 +1,172 @@
+"""FeatureControlManager: UpdateFeatures (KIP-778 upgrades and downgrades, KIP-584 features) as
+the active controller judges it, against the committed image plus what it appended but has not
+yet seen commit. The rules themselves are the pure checks in :mod:`kraftwerk.controller.features`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from kraftwerk.controller import features as fc
+from kraftwerk.controller.common import ranges_of, rec
+from kraftwerk.controller.effects import AppendThenRespond, Respond
+from kraftwerk.controller.errors import ApiError
+from kraftwerk.controller.responses import update_features_error_body, update_features_response
+from kraftwerk.image.model import ConfigResource, ConfigResourceType, ZkMigrationState
+from kraftwerk.image.writer import image_losses
+from kraftwerk.protocol.error_codes import Errors
+from kraftwerk.protocol.frame import MetadataRecord
+from kraftwerk.protocol.routing import Request
+from kraftwerk.versions.features import VersionRange
+from kraftwerk.versions.metadata_version import FEATURE_NAME, MetadataVersion
+
+if TYPE_CHECKING:
+    from kraftwerk.controller.quorum import QuorumController
+
+
+class FeatureControlManager:
+    """Finalized feature levels: UpdateFeatures, and the levels appended but not yet committed."""
+
+    def __init__(self, controller: QuorumController) -> None:
+        self._c = controller
+        self.inflight_levels: dict[str, int] = {}
+        """Feature → level this active controller appended and has not replayed yet."""
+
+    def on_committed(self, record: MetadataRecord) -> None:
+        """A replayed record: a level that committed is no longer in flight."""
+        if record.spec.name == "FeatureLevelRecord" and self.inflight_levels.get(record.value["name"]) == \
+                record.value["featureLevel"]:
+            del self.inflight_levels[record.value["name"]]
+
+    def registration_error(
+        self, ranges: Mapping[str, VersionRange], mv: MetadataVersion
+    ) -> ApiError | None:
+        """Why a node supporting ``ranges`` cannot register: against the finalized levels, then
+        against the levels about to commit."""
+        finalized = dict(self._c.image.features.finalized)
+        if self._c.kraft_version > 0:
+            finalized[fc.KRAFT_VERSION] = self._c.kraft_version
+        err = fc.registration_feature_error(ranges, mv, finalized)
+        if err is None and self.inflight_levels:  # and against the levels about to commit
+            pending = {**finalized, **self.inflight_levels}
+            pending_mv = MetadataVersion.from_feature_level(pending.pop(FEATURE_NAME, mv.feature_level))
+            err = fc.registration_feature_error(ranges, pending_mv, pending)
+        return err
+
+    def feature_state(self) -> fc.FeatureControlState:
+        """The image as the feature checks see it, with this controller's appended but not yet
+        committed registrations and levels on top."""
+        c = self._c
+        image = c.image
+        mv = image.metadata_version
+        if mv is None:
+            raise ApiError(Errors.NOT_CONTROLLER, "The controller has not finished activation")
+        ranges = dict(c.software.supported_features())
+        supported = {b.id: ranges_of(b.supported_features) for b in image.cluster.brokers.values()}
+        supported.update(c.cluster.inflight_brokers)
+        brokers = tuple(fc.NodeSupport(bid, supported[bid]) for bid in sorted(supported))
+        inflight_mv = self.inflight_levels.get(FEATURE_NAME)
+        if inflight_mv is not None:
+            mv = MetadataVersion.from_feature_level(inflight_mv)
+        finalized = dict(image.features.finalized)
+        finalized.update(
+            {n: v for n, v in self.inflight_levels.items() if n not in (FEATURE_NAME, fc.KRAFT_VERSION)}
+        )
+        controllers = tuple(
+            fc.NodeSupport(reg.id, ranges_of(reg.supported_features))
+            for reg in image.cluster.controllers.values()
+        )
+        return fc.FeatureControlState(
+            c.node_id,
+            mv,
+            {n: v for n, v in finalized.items() if v > 0},
+            ranges,
+            brokers,
+            controllers,
+            c.voters,
+            c.kraft_version,
+            image.features.zk_migration_state in (ZkMigrationState.PRE_MIGRATION, ZkMigrationState.MIGRATION),
+        )
+
+    def update_features(self, request: Request) -> Respond | AppendThenRespond:
+        version, body = request.version, request.body
+        updates = parse_feature_updates(version, body)
+        state = self.feature_state()
+        image = self._c.image
+
+        def losses_at(mv: MetadataVersion) -> tuple[str, ...]:
+            return image_losses(image, mv)
+
+        outcome = fc.update_features(
+            state,
+            updates,
+            validate_only=bool(body.get("validateOnly", False)),
+            losses_at=losses_at,
+            allow_unsafe_downgrade=self._c.allow_unsafe_downgrade,
+        )
+        response = update_features_response(version, outcome)
+        if not outcome.ok or not outcome.records:
+            return Respond(response)
+        records = self._elr_config_records(outcome.records) + list(outcome.records)
+        for r in outcome.records:
+            if r.spec.name == "FeatureLevelRecord":
+                self.inflight_levels[r.value["name"]] = r.value["featureLevel"]
+        return AppendThenRespond(
+            tuple(records),
+            response,
+            atomic=True,
+            not_controller_body=update_features_error_body(
+                version, outcome.feature_names, Errors.NOT_CONTROLLER, None
+            ),
+            kraft_version_upgrade=outcome.kraft_version_upgrade,
+        )
+
+    def _elr_config_records(self, records: Sequence[MetadataRecord]) -> list[MetadataRecord]:
+        """Enabling ELR (Kafka's ``ConfigurationControlManager.updateFeatures``): create the
+        cluster-level ``min.insync.replicas`` if missing and delete broker-level overrides."""
+        enabling = any(
+            r.spec.name == "FeatureLevelRecord"
+            and r.value["name"] == "eligible.leader.replicas.version"
+            and r.value["featureLevel"] > 0
+            for r in records
+        )
+        if not enabling:
+            return []
+        out: list[MetadataRecord] = []
+        key = "min.insync.replicas"
+        cluster = ConfigResource(ConfigResourceType.BROKER, "")
+        if key not in self._c.image.configs.get(cluster, {}):
+            value = self._c.image.configs.get(cluster, {}).get(key, str(self._c.default_min_isr))
+            out.append(
+                rec("ConfigRecord", 0, {"resourceType": 4, "resourceName": "", "name": key, "value": value})
+            )
+        for resource in sorted(self._c.image.configs):
+            if (
+                resource.type == ConfigResourceType.BROKER
+                and resource.name
+                and key in self._c.image.configs[resource]
+            ):
+                out.append(
+                    rec(
+                        "ConfigRecord",
+                        0,
+                        {"resourceType": 4, "resourceName": resource.name, "name": key, "value": None},
+                    )
+                )
+        return out
+
+
+def parse_feature_updates(version: int, body: Mapping[str, Any]) -> list[fc.FeatureUpdate]:
+    """The request's updates in Kafka's iteration order (a Java HashMap keyed by feature name).
+
+    v0's ``AllowDowngrade`` maps to SAFE_DOWNGRADE (Kafka's ``UpdateFeaturesRequest.upgradeType``).
+    """
+    by_name: dict[str, fc.FeatureUpdate] = {}
+    for u in body.get("featureUpdates") or ():
+        if version == 0:
+            utype = fc.UpgradeType.SAFE_DOWNGRADE if u.get("allowDowngrade") else fc.UpgradeType.UPGRADE
+        else:
+            utype = fc.UpgradeType.from_code(u.get("upgradeType", 1))
+        by_name[u["feature"]] = fc.FeatureUpdate(u["feature"], u["maxVersionLevel"], utype)
+    return [by_name[n] for n in fc.java_hash_map_order(list(by_name))]

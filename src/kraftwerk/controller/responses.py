@@ -1,0 +1,130 @@
+"""The controller's response bodies that more than one handler builds: errors in each RPC's shape,
+UpdateFeatures results, DescribeCluster broker lists, Envelope payloads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kraftwerk.controller import features as fc
+from kraftwerk.controller.effects import Body
+from kraftwerk.image.model import Endpoint, MetadataImage
+from kraftwerk.protocol import codec
+from kraftwerk.protocol.api_keys import ApiKey
+from kraftwerk.protocol.error_codes import Errors
+from kraftwerk.protocol.header import encode_response_header, response_header_version
+from kraftwerk.protocol.registry import by_api_key
+from kraftwerk.protocol.schema import Kind
+
+
+def encode_response(api_key: int, version: int, correlation_id: int, body: Mapping[str, Any]) -> bytes:
+    """Header + body bytes of a response (what an EnvelopeResponse carries)."""
+    spec = by_api_key(Kind.RESPONSE, api_key)
+    header = encode_response_header({"correlationId": correlation_id}, response_header_version(spec, version))
+    return header + codec.encode(spec, version, dict(body))
+
+
+def update_features_error_body(
+    version: int, names: Sequence[str], error: Errors, message: str | None
+) -> Body:
+    """Kafka's ``UpdateFeaturesResponse.createWithErrors``: v0-1 repeat the error per feature."""
+    results = (
+        [{"feature": n, "errorCode": error.code, "errorMessage": message} for n in sorted(names)]
+        if version < 2
+        else []
+    )
+    return {"throttleTimeMs": 0, "errorCode": error.code, "errorMessage": message, "results": results}
+
+
+def update_features_response(version: int, outcome: fc.UpdateFeaturesOutcome) -> Body:
+    return update_features_error_body(version, outcome.feature_names, outcome.error, outcome.message)
+
+
+def not_controller_body(api_key: int, version: int, body: Mapping[str, Any]) -> Body:
+    return error_body(api_key, version, Errors.NOT_CONTROLLER, None, body)
+
+
+def error_body(
+    api_key: int, version: int, error: Errors, message: str | None, body: Mapping[str, Any]
+) -> Body:
+    """A response of ``api_key`` carrying ``error`` (the shapes of the controller RPCs)."""
+    if api_key == ApiKey.UPDATE_FEATURES:
+        names = [u["feature"] for u in body.get("featureUpdates") or ()]
+        return update_features_error_body(version, names, error, message)
+    if api_key == ApiKey.BROKER_REGISTRATION:
+        return {"throttleTimeMs": 0, "errorCode": error.code, "brokerEpoch": -1}
+    if api_key == ApiKey.BROKER_HEARTBEAT:
+        return {
+            "throttleTimeMs": 0,
+            "errorCode": error.code,
+            "isCaughtUp": False,
+            "isFenced": True,
+            "shouldShutDown": False,
+        }
+    if api_key in (ApiKey.CONTROLLER_REGISTRATION, ApiKey.UNREGISTER_BROKER):
+        return {"throttleTimeMs": 0, "errorCode": error.code, "errorMessage": message}
+    if api_key == ApiKey.DESCRIBE_CLUSTER:
+        return {
+            "throttleTimeMs": 0,
+            "errorCode": error.code,
+            "errorMessage": message,
+            "endpointType": 1,
+            "clusterId": "",
+            "controllerId": -1,
+            "brokers": [],
+            "clusterAuthorizedOperations": -2147483648,
+        }
+    spec = by_api_key(Kind.RESPONSE, api_key)
+    out = codec.default_value(spec)
+    if "errorCode" in out:
+        out["errorCode"] = error.code
+    return out
+
+
+def describe_cluster_brokers(
+    image: MetadataImage,
+    cluster_id: str,
+    controller_id: int | None,
+    include_fenced: bool,
+    endpoint_type: int = 1,
+    listener_name: str | None = None,
+) -> Body:
+    """DescribeCluster listing brokers from the image (unfenced only unless ``include_fenced``)."""
+    brokers = []
+    for b in image.cluster.brokers.values():
+        if b.fenced and not include_fenced:
+            continue
+        endpoint = pick_listener(b.listeners, listener_name)
+        if endpoint is None:
+            continue
+        brokers.append(
+            {
+                "brokerId": b.id,
+                "host": endpoint.host,
+                "port": endpoint.port,
+                "rack": b.rack,
+                "isFenced": b.fenced,
+            }
+        )
+    return {
+        "throttleTimeMs": 0,
+        "errorCode": 0,
+        "errorMessage": None,
+        "endpointType": endpoint_type,
+        "clusterId": cluster_id,
+        "controllerId": -1 if controller_id is None else controller_id,
+        "brokers": brokers,
+        "clusterAuthorizedOperations": -2147483648,
+    }
+
+
+def pick_listener(listeners: Sequence[Endpoint], name: str | None) -> Endpoint | None:
+    """The endpoint named ``name`` (the listener a request came in on), else the first one."""
+    if not listeners:
+        return None
+    if name is not None:
+        for e in listeners:
+            if e.name == name:
+                return e
+        return None
+    return listeners[0]
