@@ -40,6 +40,7 @@ from kraftwerk.controller.effects import (
     Respond,
 )
 from kraftwerk.controller.responses import describe_cluster_brokers, pick_listener
+from kraftwerk.controller.scram_control import describe_scram
 from kraftwerk.image.errors import FatalFaultError
 from kraftwerk.image.model import ConfigResource, ConfigResourceType, Endpoint, MetadataImage
 from kraftwerk.image.replay import ImageReplayer
@@ -511,6 +512,9 @@ class BrokerNode:
         """Sent on to the active controller in an Envelope (KIP-590)."""
         return Forward(request.api_key, request.version, dict(request.body))
 
+    def describe_user_scram_credentials(self, request: Request) -> Respond:
+        return Respond(describe_scram(self.image, request.body))
+
     def api_versions(self, request: Request) -> Respond:
         levels, epoch = finalized_levels(self.image, self.kraft_version), self.image.features_epoch
         return Respond(api_versions_body(request.version, self._api_ranges, self.software, levels, epoch))
@@ -755,6 +759,8 @@ ROUTES: Mapping[int, Callable[[BrokerNode, Request], Respond | Forward]] = {
     ApiKey.DESCRIBE_CONFIGS: BrokerNode.describe_configs,
     ApiKey.UPDATE_FEATURES: BrokerNode.forward,
     ApiKey.DESCRIBE_CLUSTER: BrokerNode.describe_cluster,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: BrokerNode.forward,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: BrokerNode.describe_user_scram_credentials,
 }
 """Api key → handler: adding a broker RPC is one handler method and one line here."""
 

@@ -38,6 +38,7 @@ from kraftwerk.controller.effects import AppendThenRespond, Body, Effect, Respon
 from kraftwerk.controller.errors import ApiError
 from kraftwerk.controller.feature_control import FeatureControlManager
 from kraftwerk.controller.responses import encode_response, error_body, not_controller_body
+from kraftwerk.controller.scram_control import ScramControlManager
 from kraftwerk.image.errors import FatalFaultError
 from kraftwerk.image.model import Endpoint, MetadataImage
 from kraftwerk.image.replay import ImageReplayer, as_record
@@ -131,6 +132,7 @@ class QuorumController:
         """Where the log appends next, for the request being handled (see :meth:`handle_request`)."""
         self.cluster = ClusterControlManager(self)
         self.features = FeatureControlManager(self)
+        self.scram = ScramControlManager(self)
 
     # ------------------------------------------------------------------ state
 
@@ -364,6 +366,7 @@ class ControllerRoute:
 
 _cluster: Callable[[QuorumController], ClusterControlManager] = attrgetter("cluster")
 _features: Callable[[QuorumController], FeatureControlManager] = attrgetter("features")
+_scram: Callable[[QuorumController], ScramControlManager] = attrgetter("scram")
 
 ROUTES: Mapping[int, ControllerRoute] = {
     ApiKey.API_VERSIONS: ControllerRoute(QuorumController.api_versions, active_only=False, forwardable=True),
@@ -380,6 +383,12 @@ ROUTES: Mapping[int, ControllerRoute] = {
         via(_cluster, ClusterControlManager.unregister_broker), forwardable=True
     ),
     ApiKey.CONTROLLER_REGISTRATION: ControllerRoute(via(_cluster, ClusterControlManager.register_controller)),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: ControllerRoute(
+        via(_scram, ScramControlManager.alter), forwardable=True
+    ),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: ControllerRoute(
+        via(_scram, ScramControlManager.describe), active_only=False, forwardable=True
+    ),
 }
 """Api key → handler: adding a controller RPC is one handler method and one line here."""
 
