@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -39,7 +40,8 @@ pytestmark = [pytest.mark.cluster, pytest.mark.interop, pytest.mark.timeout(240)
 KEY_PASSWORD = "planted-key-password-5e1f"
 PLAIN_PASSWORD = "planted-plain-password-77ab"
 SCRAM_PASSWORD = "planted-scram-password-c0de"
-SECRETS = (KEY_PASSWORD, PLAIN_PASSWORD, SCRAM_PASSWORD)
+BOB_PASSWORD = "planted-bob-password-9a9a"
+SECRETS = (KEY_PASSWORD, PLAIN_PASSWORD, SCRAM_PASSWORD, BOB_PASSWORD)
 
 
 @dataclass(frozen=True)
@@ -229,6 +231,38 @@ def test_sasl_listener_serves_nothing_before_authentication(secure: SecureCluste
         _, body = framing.parse_response(sock.recv(size), 17, 1)
         assert body == {"errorCode": 33, "mechanisms": ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"]}
         assert sock.recv(4) == b""
+
+
+def _scram(secure: SecureCluster, *argv: str) -> tuple[int, str, str]:
+    code, out, err = cli("scram", *argv, "--bootstrap-server", secure.cluster.brokers[0].address)
+    secure.outputs.append(out + err)
+    return code, out, err
+
+
+def test_scram_users_managed_while_running(secure: SecureCluster) -> None:
+    """``kraftwerk scram``: the format-time users are listed; a user added through a broker (forwarded
+    to the controller) can log in once the broker has the record, and not after its deletion."""
+    from kafka.errors import KafkaError
+
+    listed = ("SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=4096, "
+              "SCRAM-SHA-512=iterations=8192\n")
+    assert _scram(secure, "describe") == (0, listed, "")
+    add = f"SCRAM-SHA-256=[iterations=8192,password={BOB_PASSWORD}]"
+    assert _scram(secure, "alter", "--user", "bob", "--add", add) == (
+        0, "Completed updating config for user bob.\n", "")
+    code, out, _ = _scram(secure, "describe", "--user", "bob", "--output", "json")
+    assert (code, json.loads(out)) == (0, {"bob": {"SCRAM-SHA-256": {"iterations": 8192}}})
+    login = {"sasl_mechanism": "SCRAM-SHA-256", "sasl_plain_username": "bob", "bootstrap_timeout_ms": 5000}
+    _kafka_python_admin(secure, sasl_plain_password=BOB_PASSWORD, **login).close()
+    assert _scram(secure, "alter", "--user", "bob", "--delete", "SCRAM-SHA-256")[0] == 0
+    code, _, err = _scram(secure, "alter", "--user", "bob", "--delete", "SCRAM-SHA-256")
+    assert (code, err) == (1, "Error while altering SCRAM credentials of user bob: Attempt to delete a user "
+                              "credential that does not exist\n")
+    with pytest.raises(KafkaError):
+        _kafka_python_admin(secure, sasl_plain_password=BOB_PASSWORD, **login)
+    code, _, err = _scram(secure, "alter", "--user", "carol", "--add",
+                          "SCRAM-SHA-256=[password=x,iterations=10]")
+    assert (code, err) == (1, "Error while altering SCRAM credentials of user carol: Too few iterations\n")
 
 
 def test_planted_secrets_appear_nowhere(secure: SecureCluster) -> None:

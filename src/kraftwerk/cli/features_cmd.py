@@ -65,12 +65,12 @@ def register(groups: Any) -> None:
     parser = groups.add_parser(
         "features", help="manage feature flags (kafka-features)",
         description="This tool manages feature flags in Kafka.")
-    _add_connection_flags(parser, argparse.SUPPRESS)
+    add_connection_flags(parser, argparse.SUPPRESS)
     commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
 
     describe = commands.add_parser("describe", help="Describes the current active feature flags.")
     describe.add_argument("--node-id", type=non_negative_int, help="Send request to specific node.")
-    _add_connection_flags(describe, argparse.SUPPRESS)
+    add_connection_flags(describe, argparse.SUPPRESS)
     add_output_flag(describe)
     describe.set_defaults(func=_describe)
 
@@ -89,7 +89,7 @@ def register(groups: Any) -> None:
             sub.add_argument("--unsafe", action="store_true",
                              help="Perform this downgrade even if it may irreversibly destroy metadata.")
         sub.add_argument("--dry-run", action="store_true", help=f"Validate this {op}, but do not perform it.")
-        _add_connection_flags(sub, argparse.SUPPRESS)
+        add_connection_flags(sub, argparse.SUPPRESS)
         add_output_flag(sub)
         sub.set_defaults(func=_update, op=op)
 
@@ -101,7 +101,7 @@ def register(groups: Any) -> None:
                          help="Disable this feature flag even if it may irreversibly destroy metadata.")
     disable.add_argument("--dry-run", action="store_true",
                          help="Perform a dry-run of this disable operation.")
-    _add_connection_flags(disable, argparse.SUPPRESS)
+    add_connection_flags(disable, argparse.SUPPRESS)
     add_output_flag(disable)
     disable.set_defaults(func=_update, op="disable")
 
@@ -110,7 +110,7 @@ def register(groups: Any) -> None:
     mapping.add_argument("--release-version", type=release_version,
                          help=f"The release version to use for the corresponding feature mapping. The "
                               f"minimum is {mvs.MINIMUM_VERSION}; the default is {mvs.LATEST_PRODUCTION}")
-    _add_connection_flags(mapping, argparse.SUPPRESS)
+    add_connection_flags(mapping, argparse.SUPPRESS)
     add_output_flag(mapping)
     mapping.set_defaults(func=_version_mapping)
 
@@ -118,12 +118,12 @@ def register(groups: Any) -> None:
                                help="Look up dependencies for a given feature version.")
     deps.add_argument("--feature", action="append", required=True, type=feature_level,
                       help="The feature and version to look up dependencies for, in feature=version format.")
-    _add_connection_flags(deps, argparse.SUPPRESS)
+    add_connection_flags(deps, argparse.SUPPRESS)
     add_output_flag(deps)
     deps.set_defaults(func=_feature_dependencies)
 
 
-def _add_connection_flags(parser: argparse.ArgumentParser, default: Any) -> None:
+def add_connection_flags(parser: argparse.ArgumentParser, default: Any) -> None:
     """The global flags; accepted before the command (Kafka's place) and after it."""
     parser.add_argument("--bootstrap-server", type=bootstrap_servers, default=default,
                         help="A comma-separated list of host:port pairs to use for establishing the "
