@@ -14,6 +14,7 @@ import re
 import secrets
 from typing import Any
 
+from kraftwerk.cli.args import scram_mechanism_config, user_name
 from kraftwerk.cli.features_cmd import FeatureCommandError, add_connection_flags, client_settings, open_client
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.errors import KraftwerkError
@@ -34,13 +35,15 @@ def register(groups: Any) -> None:
     add_connection_flags(parser, argparse.SUPPRESS)
     commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
     describe = commands.add_parser("describe", help="list users' SCRAM mechanisms and iterations")
-    describe.add_argument("--user", action="append", default=[], help="a user to describe (default: all)")
+    describe.add_argument("--user", action="append", default=[], type=user_name,
+                          help="a user to describe (default: all)")
     add_connection_flags(describe, argparse.SUPPRESS)
     add_output_flag(describe)
     describe.set_defaults(func=_describe)
     alter = commands.add_parser("alter", help="add, replace or delete a user's SCRAM credentials")
-    alter.add_argument("--user", required=True, help="the user name")
-    alter.add_argument("--add", action="append", default=[], metavar="MECHANISM=[iterations=N,password=P]",
+    alter.add_argument("--user", required=True, type=user_name, help="the user name")
+    alter.add_argument("--add", action="append", default=[], type=scram_mechanism_config,
+                       metavar="MECHANISM=[iterations=N,password=P]",
                        help="e.g. 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]' (repeatable)")
     alter.add_argument("--delete", action="append", default=[], choices=sorted(SCRAM_MECHANISMS),
                        help="a mechanism whose credential to delete (repeatable)")

@@ -19,6 +19,7 @@ from kraftwerk.cli.args import (
     input_file,
     release_or_level,
     release_version,
+    scram_credential,
 )
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.protocol.json_form import uuid_to_str
@@ -118,6 +119,7 @@ def _add_format(commands: Any) -> None:
     sub.add_argument("--feature", "-f", action="append", type=feature_level, metavar="NAME=LEVEL",
                      help="a feature level, e.g. kraft.version=1 (repeatable)")
     sub.add_argument("--add-scram", "-S", action="append", default=[], metavar="SCRAM_CREDENTIAL",
+                     type=scram_credential,
                      help="a SCRAM credential to add to the __cluster_metadata log, e.g. "
                           "'SCRAM-SHA-256=[name=alice,password=alice-secret]' or "
                           "'SCRAM-SHA-512=[name=alice,iterations=8192,salt=\"N3E=\",saltedpassword=\"YCE=\"]'")
