@@ -6,7 +6,9 @@ ours) and random bytes: bit flips, truncations, appended bytes, wrong size prefi
 above ``socket.request.max.bytes``, shorter or longer than the frame), other api keys and versions.
 Each connection gets a run of frames the parser accepts followed by at most one it refuses (the
 node closes the connection there, so nothing after it would be read): every frame sent is read.
-CI sends 10 000 frames to the broker and 2 000 to the controller (about 800 frames a second on a
+A SASL_PLAINTEXT listener is fuzzed too, before authentication (where only ApiVersions,
+SaslHandshake and SaslAuthenticate are served). CI sends 10 000 frames to the broker's PLAINTEXT
+listener and 2 000 to its SASL listener and to the controller (about 800 frames a second on a
 loaded 2-core machine); ``KRAFTWERK_WIRE_FUZZ_FRAMES=100000 pytest tests/runtime/test_wire_fuzz.py``
 sends the issue's full count (100 000 to the broker, 20 000 to the controller).
 """
@@ -28,8 +30,17 @@ from kraftwerk.controller.common import declared_api_ranges
 from kraftwerk.controller.quorum import CONTROLLER_API_KEYS
 from kraftwerk.protocol import header
 from kraftwerk.runtime import framing
-from kraftwerk.runtime.local_cluster import LocalCluster, LocalNode, api_versions
-from tests.cluster.helpers import cluster_up
+from kraftwerk.runtime.local_cluster import (
+    LocalCluster,
+    LocalNode,
+    api_versions,
+    format_cluster,
+    free_ports,
+    plan_cluster,
+)
+from kraftwerk.runtime.server import SASL_APIS
+from kraftwerk.storage.format import random_cluster_id
+from tests.cluster.helpers import cli
 from tests.conftest import golden_path
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
@@ -87,17 +98,18 @@ def _mutate(rng: random.Random, real: list[bytes]) -> bytes:
 
 
 def _refused(frame: bytes, supported: dict[int, tuple[int, int]]) -> bool:
-    """Whether the node will close the connection after this frame (our parser's verdict)."""
+    """Whether the node may close the connection after this frame (our parser's verdict; a SASL
+    step may fail and close it)."""
     if len(frame) < 4:
         return True
     size = struct.unpack_from(">i", frame)[0]
     if size != len(frame) - 4:
         return True
     try:
-        framing.parse_request(frame[4:], supported)
+        parsed = framing.parse_request(frame[4:], supported)
     except framing.InvalidRequestError:
         return True
-    return False
+    return parsed.header.api_key in SASL_APIS
 
 
 @dataclass
@@ -127,8 +139,8 @@ async def _connection(port: int, batch: bytes, stats: FuzzStats) -> None:
         stats.responses += 1
 
 
-async def _fuzz(port: int, supported: dict[int, tuple[int, int]], count: int, seed: int) -> FuzzStats:
-    real = _real_requests()
+async def _fuzz(port: int, supported: dict[int, tuple[int, int]], count: int, seed: int,
+                real: list[bytes]) -> FuzzStats:
     stats = FuzzStats()
     rng = random.Random(seed)
     queue: asyncio.Queue[bytes | None] = asyncio.Queue(WORKERS * 4)
@@ -160,20 +172,51 @@ def _rss(pid: int) -> int:
     raise AssertionError(f"no VmRSS for pid {pid}")
 
 
+def _sasl_requests() -> list[bytes]:
+    """What an unauthenticated SASL client sends, none of it with valid credentials (the fuzzing
+    must stay before authentication, where the node serves only these three APIs)."""
+    return [
+        framing.encode_request(18, 3, 1, "fuzz", {"clientSoftwareName": "f", "clientSoftwareVersion": "1"}),
+        framing.encode_request(17, 1, 2, "fuzz", {"mechanism": "PLAIN"}),
+        framing.encode_request(17, 1, 3, "fuzz", {"mechanism": "SCRAM-SHA-256"}),
+        framing.encode_request(36, 2, 4, "fuzz", {"authBytes": b"\0admin\0wrong-password"}),
+        framing.encode_request(36, 0, 5, "fuzz", {"authBytes": b"n,,n=nobody,r=fuzznonce"}),
+    ]
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with cluster_up(tmp_path_factory.mktemp("fuzz"), "--controllers", "1", "--brokers", "1") as up:
-        yield up
+    """One controller and one broker whose client listeners are PLAINTEXT and SASL_PLAINTEXT."""
+    root = tmp_path_factory.mktemp("fuzz")
+    planned = plan_cluster(root, random_cluster_id(), 1, 1)
+    broker = planned.brokers[0]
+    listeners = f"PLAINTEXT://127.0.0.1:{broker.port},SASL_PLAINTEXT://127.0.0.1:{free_ports(1)[0]}"
+    broker.extra.update({
+        "listeners": listeners, "advertised.listeners": listeners,
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,"
+                                          "SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+        "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                            'user_admin="pw";',
+        "connection.failed.authentication.delay.ms": "0",
+    })
+    planned.save()
+    format_cluster(planned, None)
+    planned.start_all()
+    try:
+        yield planned
+    finally:
+        cli("cluster", "down", "--dir", str(root))
 
 
 def _fuzz_node(cluster: LocalCluster, node: LocalNode, listener: str, supported: dict[int, tuple[int, int]],
-               count: int) -> None:
+               count: int, real: list[bytes]) -> None:
     info = cluster.ready_info(node)
     assert info is not None
     pid, port = info["pid"], info["listeners"][listener]
-    asyncio.run(_fuzz(port, supported, 2000, seed=1))  # warm-up: codec caches, first connections
+    asyncio.run(_fuzz(port, supported, 2000, 1, real))  # warm-up: codec caches, first connections
     before = _rss(pid)
-    stats = asyncio.run(_fuzz(port, supported, count, seed=2))
+    stats = asyncio.run(_fuzz(port, supported, count, 2, real))
     growth = _rss(pid) - before
     assert stats.frames == count and stats.responses > count // 20, stats
     assert growth < RSS_GROWTH_LIMIT, f"RSS grew by {growth >> 20} MiB over {count} frames"
@@ -186,7 +229,8 @@ def _fuzz_node(cluster: LocalCluster, node: LocalNode, listener: str, supported:
 
 def test_broker_listener_survives_fuzzed_frames(cluster: LocalCluster) -> None:
     broker = cluster.brokers[0]
-    _fuzz_node(cluster, broker, "PLAINTEXT", declared_api_ranges(BROKER_API_KEYS), FRAMES)
+    supported = declared_api_ranges(BROKER_API_KEYS)
+    _fuzz_node(cluster, broker, "PLAINTEXT", supported, FRAMES, _real_requests())
 
 
 def test_controller_listener_survives_fuzzed_frames(cluster: LocalCluster) -> None:
@@ -194,4 +238,11 @@ def test_controller_listener_survives_fuzzed_frames(cluster: LocalCluster) -> No
     info = cluster.ready_info(controller)
     assert info is not None
     listener = next(iter(info["listeners"]))
-    _fuzz_node(cluster, controller, listener, declared_api_ranges(CONTROLLER_API_KEYS), FRAMES // 5)
+    _fuzz_node(cluster, controller, listener, declared_api_ranges(CONTROLLER_API_KEYS), FRAMES // 5,
+               _real_requests())
+
+
+def test_sasl_listener_survives_fuzzed_frames_before_authentication(cluster: LocalCluster) -> None:
+    broker = cluster.brokers[0]
+    supported = {18: declared_api_ranges(BROKER_API_KEYS)[18], **SASL_APIS}
+    _fuzz_node(cluster, broker, "SASL_PLAINTEXT", supported, FRAMES // 5, _sasl_requests())
