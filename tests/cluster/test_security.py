@@ -277,7 +277,21 @@ def test_planted_secrets_appear_nowhere(secure: SecureCluster) -> None:
         code, out, err = cli(*argv)
         assert code == 0, (argv, err)
         secure.outputs.append(out + err)
-    assert len(secure.outputs) >= 4 + 3  # the commands and the clients' refusals
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    admin = _kafka_python_admin(secure, sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="alice",
+                                sasl_plain_password=SCRAM_PASSWORD)
+    broker_id = str(cluster.brokers[0].node_id)
+    try:
+        configs = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, broker_id)],
+                                         config_filter="all")["broker"][broker_id]
+    finally:
+        admin.close()
+    secure.outputs.append(repr(configs))
+    for name in ("ssl.key.password", "listener.name.sasl_ssl.plain.sasl.jaas.config"):
+        assert configs[name]["value"] is None and configs[name]["is_sensitive"], configs[name]
+    assert configs["ssl.keystore.location"]["value"] == str(secure.pki.server)
+    assert len(secure.outputs) >= 5 + 3  # the commands, DescribeConfigs and the clients' refusals
     allowed = cluster.brokers[0].config_path(cluster.root)
     scanned = 0
     for path in cluster.root.rglob("*"):

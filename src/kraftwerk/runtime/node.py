@@ -219,7 +219,8 @@ class Node:
             core = self.broker or self.controller
             return None if core is None else core.image
 
-        return dataclasses.replace(self.config.security[listener], scram_lookup=scram_lookup_from(image))
+        security = self.config.security.get(listener, ListenerSecurity())
+        return dataclasses.replace(security, scram_lookup=scram_lookup_from(image))
 
     def _make_broker(self) -> BrokerNode:
         dir_ids = []
