@@ -17,12 +17,12 @@ from typing import Any
 from kraftwerk.cli.args import scram_mechanism_config, user_name
 from kraftwerk.cli.features_cmd import FeatureCommandError, add_connection_flags, client_settings, open_client
 from kraftwerk.cli.output import add_output_flag, print_json
+from kraftwerk.controller.scram_control import MECHANISM_NAMES
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.sasl_mechanisms import MIN_ITERATIONS, SCRAM_MECHANISMS
 from kraftwerk.runtime.admin_client import AdminClientError
 
-_NAMES = {number: name for name, (number, _) in SCRAM_MECHANISMS.items()}
 _ADD = re.compile(r"(?P<mechanism>SCRAM-SHA-(?:256|512))=\[(?P<items>[^\]]*)\]")
 
 
@@ -70,7 +70,7 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _mechanism(number: int) -> str:
-    return _NAMES.get(number, str(number))
+    return MECHANISM_NAMES.get(number, str(number))
 
 
 def upsertion(user: str, text: str) -> dict[str, Any]:

@@ -5,8 +5,6 @@ broker's included). Only salted keys are stored; a salted password never reaches
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -15,14 +13,19 @@ from kraftwerk.controller.effects import AppendThenRespond, Respond
 from kraftwerk.image.model import MetadataImage
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.routing import Request
-from kraftwerk.protocol.sasl_mechanisms import MAX_ITERATIONS, MIN_ITERATIONS
+from kraftwerk.protocol.sasl_mechanisms import (
+    MAX_ITERATIONS,
+    MIN_ITERATIONS,
+    SCRAM_MECHANISMS,
+    salted_credential,
+)
 from kraftwerk.versions.metadata_version import MetadataVersion
 
 if TYPE_CHECKING:
     from kraftwerk.controller.quorum import QuorumController
 
-#: UserScramCredentialRecord's mechanism byte → the hash of that SCRAM mechanism.
-DIGESTS = {1: "sha256", 2: "sha512"}
+#: UserScramCredentialRecord's mechanism byte → the SCRAM mechanism's name.
+MECHANISM_NAMES = {number: name for name, (number, _) in SCRAM_MECHANISMS.items()}
 _TWICE = "A user credential cannot be altered twice in the same request"
 _NO_SCRAM = "The current metadata.version does not support SCRAM"
 
@@ -66,7 +69,7 @@ class ScramControlManager:
     def _problem(self, kind: str, item: dict[str, Any]) -> tuple[Errors, str] | None:
         if not item["name"]:
             return Errors.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
-        if item["mechanism"] not in DIGESTS:
+        if item["mechanism"] not in MECHANISM_NAMES:
             return Errors.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
         if kind == "delete":
             if (item["mechanism"], item["name"]) not in self._c.image.scram:
@@ -84,13 +87,13 @@ class ScramControlManager:
 
 def _credential_record(upsertion: dict[str, Any]) -> Any:
     """The record of an upsertion: the salted password turned into RFC 5802's stored and server keys."""
-    digest = DIGESTS[upsertion["mechanism"]]
-    salted = bytes(upsertion["saltedPassword"])
-    client_key = hmac.digest(salted, b"Client Key", digest)
+    mechanism = MECHANISM_NAMES[upsertion["mechanism"]]
+    credential = salted_credential(mechanism, bytes(upsertion["saltedPassword"]), bytes(upsertion["salt"]),
+                                   upsertion["iterations"])
     return rec("UserScramCredentialRecord", 0, {
-        "name": upsertion["name"], "mechanism": upsertion["mechanism"], "salt": bytes(upsertion["salt"]),
-        "storedKey": hashlib.new(digest, client_key).digest(),
-        "serverKey": hmac.digest(salted, b"Server Key", digest), "iterations": upsertion["iterations"]})
+        "name": upsertion["name"], "mechanism": upsertion["mechanism"], "salt": credential.salt,
+        "storedKey": credential.stored_key, "serverKey": credential.server_key,
+        "iterations": credential.iterations})
 
 
 def describe_scram(image: MetadataImage, body: Mapping[str, Any]) -> dict[str, Any]:

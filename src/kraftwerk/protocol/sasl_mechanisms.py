@@ -49,9 +49,17 @@ def scram_credential(mechanism: str, password: str, *, iterations: int = MIN_ITE
         raise ProtocolError(f"Iterations {iterations} is out of range [{MIN_ITERATIONS}, {MAX_ITERATIONS}]")
     salt = salt if salt is not None else secrets.token_bytes(32)
     salted = hashlib.pbkdf2_hmac(digest, password.encode(), salt, iterations)
-    client_key = hmac.digest(salted, b"Client Key", digest)
+    return salted_credential(mechanism, salted, salt, iterations)
+
+
+def salted_credential(mechanism: str, salted_password: bytes, salt: bytes,
+                      iterations: int) -> SaltedCredential:
+    """The stored form of a SaltedPassword (what AlterUserScramCredentials and ``--add-scram``'s
+    ``saltedpassword`` carry): StoredKey = H(HMAC(salted, "Client Key")), ServerKey."""
+    digest = SCRAM_MECHANISMS[mechanism][1]
+    client_key = hmac.digest(salted_password, b"Client Key", digest)
     return SaltedCredential(salt, hashlib.new(digest, client_key).digest(),
-                            hmac.digest(salted, b"Server Key", digest), iterations)
+                            hmac.digest(salted_password, b"Server Key", digest), iterations)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 from collections.abc import Iterable
 
 from kraftwerk.protocol.frame import MetadataRecord
@@ -21,6 +19,7 @@ from kraftwerk.protocol.sasl_mechanisms import (
     MIN_ITERATIONS,
     SCRAM_MECHANISMS,
     SaltedCredential,
+    salted_credential,
     scram_credential,
 )
 from kraftwerk.storage.format import FormatError
@@ -80,12 +79,9 @@ def _parse(text: str) -> tuple[str, str, SaltedCredential]:
         raise FormatError("You must supply one of 'password' or 'saltedpassword' to add-scram")
     if salt is None:
         raise FormatError("You must supply 'salt' with 'saltedpassword' to add-scram")
-    digest = SCRAM_MECHANISMS[mechanism][1]
     salted_password = _base64(salted, "saltedPassword")
     assert salted_password is not None
-    client_key = hmac.digest(salted_password, b"Client Key", digest)
-    return mechanism, name, SaltedCredential(salt, hashlib.new(digest, client_key).digest(),
-                                             hmac.digest(salted_password, b"Server Key", digest), iterations)
+    return mechanism, name, salted_credential(mechanism, salted_password, salt, iterations)
 
 
 def _base64(text: str | None, what: str) -> bytes | None:
