@@ -130,7 +130,13 @@ def test_aiokafka_admin(cluster: LocalCluster) -> None:
 
 def _kafka_python_requests() -> dict[int, Callable[[int], Any]]:
     """kafka-python's request classes for the broker's APIs, built at any version."""
-    from kafka.protocol.admin import DescribeClusterRequest, DescribeConfigsRequest, UpdateFeaturesRequest
+    from kafka.protocol.admin import (
+        AlterUserScramCredentialsRequest,
+        DescribeClusterRequest,
+        DescribeConfigsRequest,
+        DescribeUserScramCredentialsRequest,
+        UpdateFeaturesRequest,
+    )
     from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 
     def update_features(v: int) -> Any:  # group.version to its current level: validated, changes nothing
@@ -145,6 +151,9 @@ def _kafka_python_requests() -> dict[int, Callable[[int], Any]]:
         32: lambda v: DescribeConfigsRequest(version=v, resources=[
             DescribeConfigsRequest.DescribeConfigsResource(resource_type=4, resource_name="",
                                                            configuration_keys=None)]),
+        50: lambda v: DescribeUserScramCredentialsRequest(version=v, users=None),
+        # nothing to delete or upsert: answered, changes nothing
+        51: lambda v: AlterUserScramCredentialsRequest(version=v, deletions=[], upsertions=[]),
         57: update_features,
         60: lambda v: DescribeClusterRequest(version=v),
     }
