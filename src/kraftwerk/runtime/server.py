@@ -15,8 +15,8 @@ what one peer can hold: ``max.connections``, ``max.connections.per.ip`` (with it
 ``connections.max.idle.ms``. A listener's :class:`ListenerSecurity` adds TLS and, on SASL
 listeners, Kafka's SaslHandshake + SaslAuthenticate exchange: until it succeeds only ApiVersions
 and those two are served; a failure is answered, logged (rate-limited) and closes the connection.
-At DEBUG, the ``kraftwerk.request`` logger writes one "Completed request:" JSON line per answered request, as
-Kafka's ``kafka.request.logger`` does.
+At DEBUG, the ``kraftwerk.request`` logger writes one "Completed request:" JSON line per answered
+request, as Kafka's ``kafka.request.logger`` does.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ MAX_IN_FLIGHT_PER_CONNECTION = 64
 
 @dataclass(frozen=True, slots=True)
 class ConnectionLimits:
-    """Kafka's connection quotas for one listener (``None``/unbounded by default)."""
+    """Kafka's connection quotas for one listener (unbounded by default, idle after 10 minutes)."""
 
     max_connections: int = 2**31 - 1
     max_connections_per_ip: int = 2**31 - 1
