@@ -379,7 +379,7 @@ def test_a_snapshot_the_node_cannot_write_is_reported_not_swallowed() -> None:
     image = m.controller.image
     beyond = WriteSnapshot(m.applied_offset + 5, 1, image, ImageWriterOptions(image.metadata_version), "test")
     with pytest.raises(InvariantViolation, match=SNAPSHOT_INVARIANT):
-        sim.write_snapshot(m, beyond)
+        sim.write_snapshot(m, lambda: beyond)
 
 
 def test_seed_1124_a_broker_refused_for_kraft_version_is_rolled_not_left_fenced() -> None:

@@ -1,19 +1,13 @@
-"""One KRaft node process: raft over TCP, the controller core, listeners, readiness, shutdown.
+"""One KRaft node process: the asyncio driver of a :class:`~kraftwerk.node.NodeHost`.
 
 The node checks that its directories are formatted (``meta.properties``), locks them, opens
-``__cluster_metadata-0`` through the raft log files, and runs:
-
-- a :class:`RaftHost` (voter when ``node.id`` is in ``controller.quorum.voters``, else observer);
-- on a controller, the sans-I/O :class:`~kraftwerk.controller.quorum.QuorumController`: every
-  committed batch is replayed into it; its replies that need records
-  (:class:`~kraftwerk.controller.effects.AppendThenRespond`) are appended through raft and
-  answered once committed (NOT_CONTROLLER if leadership is lost first); it is told about leader
-  changes once the new leader's LeaderChange record has committed, so it activates on an image
-  that holds everything committed before;
-- the active controller also appends a NoOpRecord every ``metadata.max.idle.interval.ms``
-  (KIP-835, as Kafka's controller does from metadata.version 3.3-IV0) so that followers and
-  brokers can tell a live leader from a stale one and the log keeps moving;
-- one :class:`KafkaServer` per listener.
+``__cluster_metadata-0`` through the raft log files, and runs a :class:`RaftHost` (voter when
+``node.id`` is in ``controller.quorum.voters``, else observer), one :class:`KafkaServer` per
+listener and the node host, which holds every decision between raft and the cores (replay,
+fail-stop, activation, the controller's timers and KIP-835 NoOpRecords, registration, serving
+controller RPCs, readiness). This module supplies only the I/O the host asks for (``HostIO``):
+appends and commit waits through raft, requests to the active controller, snapshot files, closing
+client connections, the marker files and the exit.
 
 Readiness: once the listeners are bound, a leader is known and (on a controller) the image holds
 a metadata.version, the node logs ``Kafka Server started`` and writes ``kraftwerk.ready``
@@ -23,9 +17,7 @@ fenced and writes ``kraftwerk.fenced`` (its pid and Kafka's UnsupportedVersionEx
 that ``kraftwerk cluster up|roll|status`` can report it instead of waiting for it.
 
 Brokers forward admin requests (UpdateFeatures) to the active controller inside an
-EnvelopeRequest (KIP-590, :mod:`kraftwerk.runtime.forwarding`); standby controllers send
-ControllerRegistration to the active one once the metadata.version supports it (3.7-IV0, KIP-919),
-and again when their supported features change (a rolling upgrade of the software).
+EnvelopeRequest (KIP-590, :mod:`kraftwerk.runtime.forwarding`).
 
 A fatal fault (an unsupported FeatureLevelRecord, KIP-778 fail-stop) logs one line and makes the
 process exit with code 1.
@@ -47,44 +39,21 @@ from typing import Any
 
 from kraftwerk.broker.node import BROKER_API_KEYS, BrokerNode
 from kraftwerk.controller.common import declared_api_ranges
-from kraftwerk.controller.effects import (
-    AppendThenRespond,
-    CloseClientConnections,
-    Forward,
-    MetadataVersionChanged,
-    Respond,
-    WriteSnapshot,
-)
-from kraftwerk.controller.hosting import (
-    LeaderWatch,
-    activate,
-    feed_kraft_version,
-    snapshot_at_batch_end,
-    timer_records,
-)
+from kraftwerk.controller.effects import Body, Forward, WriteSnapshot
 from kraftwerk.controller.quorum import CONTROLLER_API_KEYS, RAFT_API_KEYS, QuorumController
 from kraftwerk.controller.responses import not_controller_body
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.image.errors import FatalFaultError
 from kraftwerk.image.model import Endpoint as ImageEndpoint
 from kraftwerk.image.model import MetadataImage
+from kraftwerk.node import NodeHost
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.api_keys import ApiKey
-from kraftwerk.protocol.frame import encode_metadata_record
-from kraftwerk.raft import (
-    Committed,
-    CommittedBatch,
-    KRaftVersionError,
-    NotLeaderError,
-    RaftConfig,
-    RaftNode,
-    SnapshotLoad,
-    VoterEndpoint,
-)
+from kraftwerk.raft import Committed, RaftConfig, RaftNode, VoterEndpoint
 from kraftwerk.runtime.client import ReconnectingClient
 from kraftwerk.runtime.config import ServerConfig
 from kraftwerk.runtime.errors import NetworkError, NodeError
-from kraftwerk.runtime.forwarding import ENVELOPE, ForwardingError, envelope_body, unwrap_response
+from kraftwerk.runtime.forwarding import ForwardingError, envelope_body, unwrap_response
 from kraftwerk.runtime.raft_host import RaftHost, wall_clock_ms
 from kraftwerk.runtime.raft_log_files import open_metadata_log
 from kraftwerk.runtime.security import ListenerSecurity, scram_lookup_from
@@ -148,13 +117,9 @@ class Node:
         self.servers: list[KafkaServer] = []
         self._locks: list[LogDirLock] = []
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._leader_watch = LeaderWatch()
-        self._ready = False
+        self.host: NodeHost | None = None
         self._controller_apis = declared_api_ranges(CONTROLLER_API_KEYS + RAFT_API_KEYS)
-        self._idle_interval_ms = config.metadata_max_idle_interval_ms
-        self._last_write_ms = 0
         self._shutdown_done = asyncio.Event()
-        self._registration_sent_ms = 0
         self._cluster_refusal: str | None = None
         self._cluster_probe_ms = -CLUSTER_ID_PROBE_INTERVAL_MS
 
@@ -197,7 +162,10 @@ class Node:
                              client_id=f"raft-client-{config.node_id}",
                              request_timeout_ms=config.quorum_request_timeout_ms,
                              rng=random.Random(self.seed), on_cluster_id_refused=self._on_cluster_id_refused)
-        self.raft.add_state_listener(self._on_raft_state)
+        self.host = NodeHost(config.node_id, raft_node, self, controller=self.controller, broker=self.broker,
+                             idle_interval_ms=config.metadata_max_idle_interval_ms,
+                             registration_retry_ms=CONTROLLER_REGISTRATION_RETRY_MS)
+        self.raft.add_state_listener(self.host.on_raft_event)
         for endpoint in config.listeners:
             server = KafkaServer(_ListenerHandler(self, endpoint.listener), endpoint.host or "0.0.0.0",
                                  endpoint.port, listener=endpoint.listener,
@@ -235,9 +203,12 @@ class Node:
                           heartbeat_interval_ms=self.config.broker_heartbeat_interval_ms,
                           static_configs=self.config.raw, api_versions=self._broker_apis)
 
-    async def _controller_request(self, api_key: int, version: int, body: codec.Value) -> codec.Value:
-        """Send a request to the active controller (as raft knows it) over the controller listener."""
-        leader = self.raft.node.leader_id if self.raft is not None else None
+    async def _controller_request(self, api_key: int, version: int, body: codec.Value,
+                                  leader: int | None = None) -> codec.Value:
+        """Send a request to controller ``leader`` (by default the active one as raft knows it) over
+        the controller listener."""
+        if leader is None:
+            leader = self.raft.node.leader_id if self.raft is not None else None
         client = None if leader is None else self._controller_client(leader)
         if client is None:
             raise NetworkError("no active controller known")
@@ -257,26 +228,11 @@ class Node:
         return client
 
     async def _broker_loop(self) -> None:
-        """Registration and heartbeats with the active controller (the broker core's lifecycle)."""
-        broker = self.broker
-        assert broker is not None
+        """The broker core's registration and heartbeats (the host's broker timer)."""
+        broker, host = self.broker, self.host
+        assert broker is not None and host is not None
         while True:
-            for call in broker.poll(wall_clock_ms()):
-                try:
-                    response = await self._controller_request(call.api_key, call.max_version,
-                                                              call.body_for(call.max_version))
-                except NetworkError as exc:
-                    log.debug("controller call %d failed: %s", call.api_key, exc)
-                    broker.handle_controller_failure(wall_clock_ms())
-                    continue
-                if call.api_key == 62:
-                    broker.handle_registration_response(response, wall_clock_ms())
-                    self._write_fenced_file(self._cluster_refusal or broker.last_refusal)
-                elif call.api_key == 64:
-                    continue
-                else:
-                    broker.handle_heartbeat_response(response, wall_clock_ms())
-                self._check_ready()
+            host.broker_tick()
             if broker.is_shutdown_complete:
                 self._shutdown_done.set()
             await asyncio.sleep(0.05)
@@ -402,94 +358,52 @@ class Node:
         with contextlib.suppress(FileNotFoundError):
             (self.metadata_dir / FENCED_FILE).unlink()
 
-    def _check_ready(self) -> None:
-        if self._ready or self.raft is None or self.raft.node.leader_id is None:
-            return
-        if self.controller is not None and self.controller.image.metadata_version is None:
-            return
-        if self.broker is not None and self.broker.fenced:
-            return
-        self._ready = True
-        info = {"pid": os.getpid(), "nodeId": self.config.node_id, "roles": self.config.roles_text,
-                "clusterId": self.cluster_id, "softwareVersion": self.config.software.release,
-                "listeners": {s.listener: s.port for s in self.servers}}
-        tmp = self._ready_path().with_suffix(".tmp")
-        tmp.write_text(json.dumps(info) + "\n")
-        tmp.replace(self._ready_path())
-        log.info("[KafkaRaftServer nodeId=%d] Kafka Server started", self.config.node_id)
+    # --- HostIO: what the node host asks of this process ------------------------------------
 
-    # --- raft → cores -----------------------------------------------------------------------
+    def now_ms(self) -> int:
+        return wall_clock_ms()
 
-    def _on_committed(self, batches: list[Committed]) -> None:
-        controller = self.controller
-        for item in batches:
+    def later(self, fn: Any) -> None:
+        asyncio.get_running_loop().call_soon(fn)
+
+    def append(self, values: list[bytes]) -> int:
+        assert self.raft is not None
+        return self.raft.append(values)
+
+    def upgrade_kraft_version(self, level: int) -> None:
+        assert self.raft is not None
+        self.raft.upgrade_kraft_version(level)
+
+    def wait_committed(self, offset: int, epoch: int, done: Any) -> None:
+        raft = self.raft
+        assert raft is not None
+
+        async def wait() -> None:
+            done(raft.node.epoch == epoch and await raft.wait_committed(offset, APPEND_COMMIT_TIMEOUT_S))
+
+        self._spawn(wait(), "wait-committed")
+
+    def call_controller(self, leader: int, api_key: int, version: int, body: Body, on_response: Any,
+                        on_failure: Any) -> None:
+        async def call() -> None:
             try:
-                if isinstance(item, SnapshotLoad):
-                    if controller is not None:
-                        controller.load_snapshot(list(item.records), end_offset=item.end_offset,
-                                                 epoch=item.epoch)
-                    if self.broker is not None:
-                        for effect in self.broker.load_snapshot(
-                                list(item.records), end_offset=item.end_offset, epoch=item.epoch):
-                            self._handle_core_effect(effect, "broker")
-                    log.info("Loaded snapshot %020d-%010d (%d records)", item.end_offset, item.epoch,
-                             len(item.records))
-                    continue
-                assert isinstance(item, CommittedBatch)
-                if self.broker is not None:
-                    for effect in self.broker.replay(
-                            item.base_offset, [] if item.is_control else list(item.records), epoch=item.epoch,
-                            append_time_ms=item.append_time_ms, last_offset=item.last_offset):
-                        self._handle_core_effect(effect, "broker")
-                if controller is not None:
-                    effects = controller.replay(
-                        item.base_offset, [] if item.is_control else list(item.records), epoch=item.epoch,
-                        append_time_ms=item.append_time_ms, last_offset=item.last_offset)
-                    for effect in effects:
-                        self._handle_core_effect(effect)
-            except FatalFaultError as exc:
-                cleanup = tuple(getattr(exc, "cleanup", ()) or ())
-                if cleanup:
-                    self._spawn(self._send_cleanup_then_fail(cleanup, str(exc)), "fatal-fault-cleanup")
-                else:
-                    self.fail(str(exc))
+                response = await self._controller_request(api_key, version, body, leader)
+            except NetworkError as exc:
+                log.debug("controller call %d failed: %s", api_key, exc)
+                on_failure()
                 return
-        self._feed_kraft_version(batches)
-        self._check_ready()
+            on_response(response)
 
-    def _feed_kraft_version(self, batches: list[Committed]) -> None:
-        """kraft.version lives in raft's control records: hand the committed level to the cores,
-        whose ApiVersions and feature checks report it as a finalized feature."""
-        if self.raft is None or not batches:
-            return
-        last = batches[-1]
-        end = last.end_offset if isinstance(last, SnapshotLoad) else last.last_offset + 1
-        level = self.raft.node.kraft_version_at(end)
-        if feed_kraft_version((self.controller, self.broker), level):
-            log.info("kraft.version is now %d (committed below offset %d)", level, end)
+        self._spawn(call(), f"controller-call-{api_key}")
 
-    def _handle_core_effect(self, effect: Any, source: str = "controller") -> None:
-        if isinstance(effect, MetadataVersionChanged):
-            log.info("metadata.version changed at offset %d: %s -> %s%s", effect.offset, effect.previous,
-                     effect.current, f" (lost: {'; '.join(effect.losses)})" if effect.losses else "")
-        elif isinstance(effect, CloseClientConnections):
-            closed = sum(s.close_connections(graceful=True) for s in self.servers
-                         if s.listener not in self.config.controller_listener_names)
-            log.info("Closed %d client connections: %s", closed, effect.reason)
-        elif isinstance(effect, WriteSnapshot) and (source == "controller" or self.controller is None):
-            # The snapshot can only be stored once raft has handed out the batch it ends at. On a
-            # combined node both cores ask; the controller's request is the one written.
-            asyncio.get_running_loop().call_soon(self._write_snapshot, effect, source)
+    def write_snapshot(self, request: WriteSnapshot, place: Any) -> None:
+        # The snapshot can only be stored once raft has handed out the batch it ends at.
+        asyncio.get_running_loop().call_soon(self._write_snapshot, place)
 
-    def _write_snapshot(self, effect: WriteSnapshot, source: str = "controller") -> None:
-        """Store a snapshot the core asked for, at a batch boundary (``snapshot_at_batch_end``)."""
+    def _write_snapshot(self, place: Any) -> None:
         if self.raft is None:
             return
-        image, last = ((self.controller.image, self.controller.last_committed_offset)
-                       if source == "controller" and self.controller is not None
-                       else (self.broker.image, self.broker.metadata_offset) if self.broker is not None
-                       else (effect.image, effect.end_offset - 1))
-        effect = snapshot_at_batch_end(effect, image, last)
+        effect: WriteSnapshot = place()
         try:
             result = effect.render()
             snapshot_id = self.raft.create_snapshot(effect.end_offset, result.encoded())
@@ -499,96 +413,42 @@ class Node:
         log.info("Wrote snapshot %s (%s)%s", snapshot_id, effect.reason,
                  f"; lost: {'; '.join(effect.losses)}" if effect.losses else "")
 
-    def _on_raft_state(self) -> None:
-        raft = self.raft
-        if raft is None:
-            return
-        node = raft.node
-        if self.controller is not None:
-            # the voter set of a dynamic quorum changes with AddRaftVoter / RemoveRaftVoter
-            self.controller.voters = node.voters
-        epoch = self._leader_watch.observe(
-            self.controller, self.broker, leader_id=node.leader_id, epoch=node.epoch,
-            is_leader=node.is_leader, high_watermark=node.high_watermark,
-            epoch_start_offset=node.epoch_start_offset, now_ms=wall_clock_ms())
-        if epoch is not None:
-            asyncio.get_running_loop().call_soon(self._activate, epoch)
-        self._check_ready()
+    def close_client_connections(self, reason: str) -> None:
+        closed = sum(s.close_connections(graceful=True) for s in self.servers
+                     if s.listener not in self.config.controller_listener_names)
+        log.info("Closed %d client connections: %s", closed, reason)
 
-    def _activate(self, epoch: int) -> None:
-        raft, controller = self.raft, self.controller
-        if raft is None or controller is None or raft.node.epoch != epoch or not raft.node.is_leader:
-            return
-        activation = activate(controller, raft.node.node_id, epoch, wall_clock_ms())
-        if activation is not None:
-            self._spawn(self._append(activation), "activation")
+    def mark_ready(self) -> None:
+        info = {"pid": os.getpid(), "nodeId": self.config.node_id, "roles": self.config.roles_text,
+                "clusterId": self.cluster_id, "softwareVersion": self.config.software.release,
+                "listeners": {s.listener: s.port for s in self.servers}}
+        tmp = self._ready_path().with_suffix(".tmp")
+        tmp.write_text(json.dumps(info) + "\n")
+        tmp.replace(self._ready_path())
+        log.info("[KafkaRaftServer nodeId=%d] Kafka Server started", self.config.node_id)
 
-    async def _append(self, reply: AppendThenRespond) -> bool:
-        raft = self.raft
-        if raft is None or not raft.node.is_leader:
-            return False
-        if not reply.records:
-            # Nothing to write (an idempotent re-registration): answer from the committed state.
-            return True
-        try:
-            if reply.kraft_version_upgrade is not None:
-                # Kafka's FeatureControlManager: raft writes the KRaftVersion/Voters control batch
-                # first; the metadata records after it commit it along with them.
-                raft.upgrade_kraft_version(reply.kraft_version_upgrade)
-            offset = raft.append(reply.encoded_records())
-        except NotLeaderError:
-            return False
-        except KRaftVersionError as exc:
-            log.warning("kraft.version upgrade to %s refused by raft: %s", reply.kraft_version_upgrade, exc)
-            return False
-        self._last_write_ms = wall_clock_ms()
-        return await raft.wait_committed(offset, APPEND_COMMIT_TIMEOUT_S)
+    def mark_fenced(self, reason: str | None) -> None:
+        self._write_fenced_file(self._cluster_refusal or reason)
+
+    def fail_stop(self, fault: FatalFaultError) -> None:
+        cleanup = tuple(fault.cleanup)
+        if cleanup:
+            self._spawn(self._send_cleanup_then_fail(cleanup, str(fault)), "fatal-fault-cleanup")
+        else:
+            self.fail(str(fault))
+
+    # --- raft → host ------------------------------------------------------------------------
+
+    def _on_committed(self, batches: list[Committed]) -> None:
+        if self.host is not None:
+            self.host.on_committed(batches)
 
     async def _controller_loop(self) -> None:
-        """Controller timers: session fencing and self-registration (the core's ``tick``), the
-        KIP-835 NoOpRecord on an idle log, and a standby's ControllerRegistration."""
+        """The controller's timers (the host's controller timer)."""
         while True:
             await asyncio.sleep(0.1)
-            controller, raft = self.controller, self.raft
-            if controller is None or raft is None:
-                continue
-            if not controller.is_active or not raft.node.is_leader:
-                self._maybe_register_controller(controller, raft)
-                continue
-            now = wall_clock_ms()
-            records = timer_records(controller, now, self._last_write_ms, self._idle_interval_ms)
-            if records:
-                try:
-                    raft.append([encode_metadata_record(r.spec, r.version, r.value) for r in records])
-                    self._last_write_ms = now
-                except NotLeaderError:
-                    pass
-
-    def _maybe_register_controller(self, controller: QuorumController, raft: RaftHost) -> None:
-        leader = raft.node.leader_id
-        now = wall_clock_ms()
-        if (leader is None or leader == self.config.node_id or controller.is_active
-                or not controller.needs_controller_registration()
-                or now - self._registration_sent_ms < CONTROLLER_REGISTRATION_RETRY_MS):
-            return
-        self._registration_sent_ms = now
-        self._spawn(self._register_controller(controller), "controller-registration")
-
-    async def _register_controller(self, controller: QuorumController) -> None:
-        try:
-            response = await self._controller_request(ApiKey.CONTROLLER_REGISTRATION, 0,
-                                                      controller.controller_registration_body())
-        except NetworkError as exc:
-            log.info("[ControllerRegistrationManager id=%d] RegistrationResponse failed: %s",
-                     self.config.node_id, exc)
-            return
-        code = int(response.get("errorCode", 0))
-        if code == 0:
-            log.info("[ControllerRegistrationManager id=%d] Our registration has been persisted to the "
-                     "metadata log.", self.config.node_id)
-        else:
-            log.info("[ControllerRegistrationManager id=%d] Registration failed with error code %d: %s",
-                     self.config.node_id, code, response.get("errorMessage"))
+            if self.host is not None:
+                self.host.controller_tick()
 
     # --- requests ---------------------------------------------------------------------------
 
@@ -604,24 +464,20 @@ class Node:
             return await self._broker_handle(listener, request)
         if request.api_key in RAFT_API_KEYS:
             return await raft.handle(request)
-        controller = self.controller
-        if controller is None:
+        if self.controller is None or self.host is None:
             raise NodeError(f"api key {request.api_key} is not served on listener {listener}")
-        reply = controller.handle_request(request.api_key, request.api_version, request.body, wall_clock_ms(),
-                                          next_offset=raft.node.log.end_offset)
-        if isinstance(reply, Respond):
-            return reply.body
-        if await self._append(reply):
-            return reply.response_body
-        return reply.not_controller_body or not_controller_body(request.api_key, request.api_version,
-                                                                request.body)
+        answer: asyncio.Future[Body] = asyncio.get_running_loop().create_future()
 
+        def respond(body: Body) -> None:
+            if not answer.done():  # the connection may have gone meanwhile
+                answer.set_result(body)
+
+        self.host.serve_controller(request.api_key, request.api_version, request.body, respond)
+        return await answer
 
     async def _broker_handle(self, listener: str, request: Request) -> codec.Value | None:
-        broker = self.broker
-        assert broker is not None
-        reply = broker.handle_request(request.api_key, request.api_version, request.body, wall_clock_ms(),
-                                      listener_name=listener)
+        assert self.host is not None
+        reply = self.host.serve_broker(request.api_key, request.api_version, request.body, listener)
         if isinstance(reply, Forward):
             return await self._forward(request, reply)
         return reply.body
@@ -632,7 +488,7 @@ class Node:
         envelope = envelope_body(reply.api_key, reply.version, request.correlation_id, request.client_id,
                                  reply.body, request.connection.peer)
         try:
-            response = await self._controller_request(ENVELOPE, 0, envelope)
+            response = await self._controller_request(ApiKey.ENVELOPE, 0, envelope)
             return unwrap_response(reply.api_key, reply.version, response).body
         except ForwardingError as exc:
             log.info("Forwarded %s request failed: %s", reply.api_key, exc)

@@ -40,7 +40,8 @@ class StateMachine(Protocol):
         """Consume committed batches / snapshot loads in order; may call ``node.create_snapshot``."""
 
 
-StateMachineFactory = Callable[[int], StateMachine]
+StateMachineFactory = Callable[[int, RaftNode], StateMachine]
+"""Makes the state machine of a node's new incarnation, given its id and its new raft core."""
 
 
 class KVStateMachine:
@@ -181,7 +182,7 @@ class Cluster:
         n.log = n.disk.open_log()
         n.incarnation += 1
         n.raft = RaftNode(n.config, n.log, n.disk.quorum, now_ms=self.now, seed=self.rng.getrandbits(32))
-        n.machine = self.state_machine(nid) if self.state_machine is not None else None
+        n.machine = self.state_machine(nid, n.raft) if self.state_machine is not None else None
         n.paused = False
         self.checker.reset_node(nid)
         self.note(

@@ -45,30 +45,24 @@ from kraftwerk.controller.activation import default_bootstrap_records
 from kraftwerk.controller.common import finalized_levels
 from kraftwerk.controller.effects import (
     AppendThenRespond,
-    CloseClientConnections,
+    Body,
+    Effect,
     MetadataVersionChanged,
     Respond,
     WriteSnapshot,
 )
 from kraftwerk.controller.features import KRAFT_VERSION, feature_level_record
-from kraftwerk.controller.hosting import (
-    LeaderWatch,
-    activate,
-    feed_kraft_version,
-    snapshot_at_batch_end,
-    timer_records,
-)
 from kraftwerk.controller.quorum import QuorumController
-from kraftwerk.controller.responses import not_controller_body
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.image.errors import FatalFaultError
 from kraftwerk.image.model import Endpoint
 from kraftwerk.image.replay import as_record
+from kraftwerk.node import NodeHost
 from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import encode_metadata_record
 from kraftwerk.protocol.schema import Kind
-from kraftwerk.raft import Committed, CommittedBatch, NotLeaderError, RaftNode, SnapshotLoad
+from kraftwerk.raft import Committed, CommittedBatch, RaftNode, SnapshotLoad
 from kraftwerk.sim.checker import Ack, Checker, InvariantViolation
 from kraftwerk.sim.cluster import Cluster
 from kraftwerk.sim.lifecycle_checker import SNAPSHOT_INVARIANT, LifecycleChecker, NodeView, ReferenceTables
@@ -151,6 +145,9 @@ class LifecycleConfig:
     convergence_bound_ms: int = 30_000
     wire: bool = True
     sabotage: Sabotage | None = None
+    retain_log: bool = False
+    """Keep the whole metadata log (``metadata.max.retention.ms=-1``): raft does not clean it
+    behind snapshots, so every committed record can be read back."""
 
     @property
     def fault_ms(self) -> int:
@@ -245,7 +242,7 @@ class LifecycleResult:
         return "\n".join(lines)
 
 
-# =============================================================================== the hosting glue
+# =============================================================================== the simulator's driver
 
 
 @dataclass(slots=True)
@@ -256,23 +253,25 @@ class _Waiter:
     done: Callable[[bool], None]
 
 
-class _Machine:
-    """One process incarnation: a controller or a broker core plus the runtime's glue state."""
+class _Machine(NodeHost):
+    """One process incarnation: the node host of a controller or a broker, driven by the simulated
+    network, disk and clock (this class is also its :class:`HostIO`), plus the simulator's probes:
+    the lifecycle checker's views, statistics, and the deliberate bugs of :class:`Sabotage`."""
 
-    def __init__(self, sim: LifecycleSim, nid: int, incarnation: int, release: str) -> None:
+    def __init__(self, sim: LifecycleSim, nid: int, raft: RaftNode, incarnation: int, release: str) -> None:
         self.sim = sim
         self.nid = nid
         self.incarnation = incarnation
         self.release = release
         self.software = SoftwareVersion.for_release(release)
-        self.controller: QuorumController | None = None
-        self.broker: BrokerNode | None = None
+        controller: QuorumController | None = None
+        broker: BrokerNode | None = None
         # A new incarnation id per process start, as the runtime's uuid4 but drawn from the seed (and
         # the node and its incarnation) so that a seed replays without shifting the sim's own RNG.
         seeded = random.Random(f"{sim.config.seed}/{nid}/{incarnation}")
         incarnation_id = uuid.UUID(int=seeded.getrandbits(128))
         if nid in sim.cluster_voters:
-            self.controller = QuorumController(
+            controller = QuorumController(
                 nid,
                 sim.cluster_id,
                 self.software,
@@ -283,7 +282,7 @@ class _Machine:
                 incarnation_id=incarnation_id,
             )
         else:
-            self.broker = BrokerNode(
+            broker = BrokerNode(
                 nid,
                 sim.cluster_id,
                 self.software,
@@ -293,16 +292,23 @@ class _Machine:
                 heartbeat_interval_ms=HEARTBEAT_MS,
                 request_timeout_ms=RPC_TIMEOUT_MS * 2,
             )
+        self.waiters: list[_Waiter] = []
+        super().__init__(
+            nid,
+            raft,
+            self,
+            controller=controller,
+            broker=broker,
+            idle_interval_ms=IDLE_NOOP_MS,
+            registration_retry_ms=REGISTRATION_RETRY_MS,
+        )
         self.dead = False
         self.frozen = False
         self.drained_to = -1
         self.stalled_at: int | None = None
         self.stall_explained = False
         """This broker stopped applying the log at a level its software cannot run, unregistered."""
-        self.leader_watch = LeaderWatch()
-        self.last_write_ms = sim.now
-        self.registration_sent_ms = -REGISTRATION_RETRY_MS
-        self.waiters: list[_Waiter] = []
+        self._reply: Respond | AppendThenRespond | None = None
 
     @property
     def core(self) -> QuorumController | BrokerNode:
@@ -331,7 +337,7 @@ class _Machine:
             stalled=self.applied_offset < self.drained_to,
         )
 
-    # ------------------------------------------------------------------ raft → core
+    # ------------------------------------------------------------------ raft → host (StateMachine)
     def apply(self, items: Sequence[Committed], node: RaftNode, now_ms: int) -> None:
         sim = self.sim
         sim.observe_committed(items)
@@ -342,112 +348,53 @@ class _Machine:
             or (sim.config.sabotage is Sabotage.STALLED_BROKER and now_ms > 4000)
         ):
             self.frozen = True
-        if self.frozen:
-            # raft handed these out; the core does not apply them
-            for item in items:
-                self.drained_to = item.end_offset - 1 if isinstance(item, SnapshotLoad) else item.last_offset
-            return
         for item in items:
-            try:
-                if isinstance(item, SnapshotLoad):
-                    self.drained_to = item.end_offset - 1
-                    effects: list[Any] = []
-                    if self.controller is not None:
-                        self.controller.load_snapshot(
-                            list(item.records), end_offset=item.end_offset, epoch=item.epoch
-                        )
-                    else:
-                        assert self.broker is not None
-                        effects = self.broker.load_snapshot(
-                            list(item.records), end_offset=item.end_offset, epoch=item.epoch
-                        )
-                    sim.stats["core_snapshot_loads"] += 1
-                    source = f"snapshot {item.end_offset}-{item.epoch}"
-                else:
-                    assert isinstance(item, CommittedBatch)
-                    self.drained_to = item.last_offset
-                    records: list[Any] = [] if item.is_control else list(item.records)
-                    if sim.config.sabotage is Sabotage.IGNORE_FEATURE_RECORD and self.nid == 2:
-                        records = [r for r in records if as_record(r).spec.name != "FeatureLevelRecord"]
-                    effects = self.core.replay(
-                        item.base_offset,
-                        records,
-                        epoch=item.epoch,
-                        append_time_ms=item.append_time_ms,
-                        last_offset=item.last_offset,
-                    )
-                    source = f"batch {item.base_offset}-{item.last_offset}"
-            except FatalFaultError as fault:
-                self.fail_stop(fault)
+            if self.frozen:  # raft hands these out; the core does not apply them
+                self.drained_to = item.end_offset - 1 if isinstance(item, SnapshotLoad) else item.last_offset
+                continue
+            if self.dead:
                 return
-            for effect in effects:
-                self.effect(effect)
-            feed_kraft_version((self.controller, self.broker), node.kraft_version_at(self.drained_to + 1))
-            applied = self.applied_offset
-            if applied >= 0:
-                sim.lifecycle.check_view(self.nid, applied, finalized_levels(self.core.image), source=source)
-            if self.broker is not None and applied < self.drained_to and self.broker.broker_epoch < 0:
-                # Kafka-compatible refusal of a never-registered broker: it stays fenced.
-                sim.lifecycle.incarnation_ended(self.nid, self.incarnation, "stalled before registering")
-                if self.stalled_at is None:  # the core never applies again: judge the batch it stopped at
-                    self.stalled_at = self.drained_to
-                    handed = sim.lifecycle.reference(self.drained_to).levels
-                    self.stall_explained = not all(self.software.supports(n, lv) for n, lv in handed.items())
+            self.drained_to = item.end_offset - 1 if isinstance(item, SnapshotLoad) else item.last_offset
+            self.on_committed([item])
+            if self.frozen:
+                return
 
-    def effect(self, effect: Any) -> None:
+    def records_to_replay(self, item: CommittedBatch) -> list[Any]:
+        records = super().records_to_replay(item)
+        if self.sim.config.sabotage is Sabotage.IGNORE_FEATURE_RECORD and self.nid == 2:
+            records = [r for r in records if as_record(r).spec.name != "FeatureLevelRecord"]
+        return records
+
+    def applied(self, item: Committed) -> None:
         sim = self.sim
-        if isinstance(effect, WriteSnapshot):
-            sim.at(sim.now, lambda: sim.write_snapshot(self, effect))
-        elif isinstance(effect, MetadataVersionChanged):
-            sim.stats["mv_changes"] += 1
+        if isinstance(item, SnapshotLoad):
+            sim.stats["core_snapshot_loads"] += 1
+            source = f"snapshot {item.end_offset}-{item.epoch}"
+        else:
+            source = f"batch {item.base_offset}-{item.last_offset}"
+        applied = self.applied_offset
+        if applied >= 0:
+            sim.lifecycle.check_view(self.nid, applied, finalized_levels(self.core.image), source=source)
+        if self.broker is not None and applied < self.drained_to and self.broker.broker_epoch < 0:
+            # Kafka-compatible refusal of a never-registered broker: it stays fenced.
+            sim.lifecycle.incarnation_ended(self.nid, self.incarnation, "stalled before registering")
+            if self.stalled_at is None:  # the core never applies again: judge the batch it stopped at
+                self.stalled_at = self.drained_to
+                handed = sim.lifecycle.reference(self.drained_to).levels
+                self.stall_explained = not all(self.software.supports(n, lv) for n, lv in handed.items())
+
+    def effect(self, effect: Effect, source: str) -> None:
+        if isinstance(effect, MetadataVersionChanged):
+            self.sim.stats["mv_changes"] += 1
             if effect.losses:
-                sim.stats["lossy_rewrites"] += 1
-            sim.cluster.note(f"node {self.nid} metadata.version {effect.previous} -> {effect.current}")
-        elif isinstance(effect, CloseClientConnections):
-            sim.stats["client_closes"] += 1
+                self.sim.stats["lossy_rewrites"] += 1
+            self.sim.cluster.note(f"node {self.nid} metadata.version {effect.previous} -> {effect.current}")
+        super().effect(effect, source)
 
-    def fail_stop(self, fault: FatalFaultError) -> None:
-        """KIP-778: log, unregister (a registered broker), exit."""
-        sim = self.sim
-        if fault.feature and fault.level >= 0 and self.software.supports(fault.feature, fault.level):
-            raise InvariantViolation(
-                "fail-stop only on unsupported levels",
-                f"node {self.nid} on {self.software} fail-stopped on {fault.feature}={fault.level}: {fault}",
-            )
-        if sim.config.sabotage is Sabotage.UNCHECKED_UPGRADE and self.broker is not None:
-            self.frozen = True  # the deliberate bug: keep running without the level
-            return
-        self.dead = True
-        sim.stats["fail_stops"] += 1
-        sim.cluster.note(f"node {self.nid} fail-stop: {fault}")
-        sim.failstopped.add(self.nid)
-        sim.lifecycle.incarnation_ended(self.nid, self.incarnation, "fail-stop")
-        raft = sim.raft_of(self.nid)
-        leader = raft.leader_id if raft is not None else None
-        for call in fault.cleanup:
-            if leader is not None and isinstance(call, ControllerCall):
-                sim.stats["unregistrations"] += 1
-                body = call.body_for(call.max_version)
-                sim.send_rpc(
-                    self.nid, leader, call.api_key, call.max_version, body, lambda _b: None, lambda: None
-                )
-        sim.at(sim.now, lambda: sim.kill(self.nid, self.incarnation))
-
-    # ------------------------------------------------------------------ raft state
+    # ------------------------------------------------------------------ raft state, timers
     def on_event(self, raft: RaftNode) -> None:
         sim = self.sim
-        epoch = self.leader_watch.observe(
-            self.controller,
-            self.broker,
-            leader_id=raft.leader_id,
-            epoch=raft.epoch,
-            is_leader=raft.is_leader,
-            high_watermark=raft.high_watermark,
-            epoch_start_offset=raft.epoch_start_offset,
-            now_ms=sim.now,
-        )
-        if epoch is not None:
-            sim.at(sim.now, lambda: sim.run_machine(self, lambda r: self.activate(r, epoch)))
+        self.on_raft_event()
         if self.waiters:
             hw = raft.high_watermark
             keep = []
@@ -463,100 +410,15 @@ class _Machine:
             for w, ok in resolved:
                 w.done(ok)
 
-    def activate(self, raft: RaftNode, epoch: int) -> None:
-        c = self.controller
-        if c is None or raft.epoch != epoch or not raft.is_leader:
-            return
-        activation = activate(c, self.nid, epoch, self.sim.now)
-        if activation is not None:
-            self.append(raft, activation.encoded_records())
-
-    def append(self, raft: RaftNode, values: list[bytes]) -> int | None:
-        try:
-            offset = raft.append(values, self.sim.now)
-        except NotLeaderError:
-            return None
-        self.last_write_ms = self.sim.now
-        self.sim.stats["appends"] += 1
-        return offset
-
-    # ------------------------------------------------------------------ timers
-    def tick(self, raft: RaftNode) -> None:
-        sim = self.sim
-        now = sim.now
+    def tick_on(self, raft: RaftNode) -> None:
         if self.waiters:
             self.on_event(raft)  # expire waiters past their deadline
-        c = self.controller
-        if c is not None:
-            if not c.is_active or not raft.is_leader:
-                self.maybe_register_controller(raft)
-            else:
-                records = timer_records(c, now, self.last_write_ms, IDLE_NOOP_MS)
-                if records:
-                    self.append(raft, [encode_metadata_record(r.spec, r.version, r.value) for r in records])
-        b = self.broker
-        if b is not None:
-            for call in b.poll(now):
-                leader = raft.leader_id
-                if leader is None or leader not in sim.cluster_voters:
-                    b.handle_controller_failure(now)
-                    continue
-                sim.send_rpc(
-                    self.nid,
-                    leader,
-                    call.api_key,
-                    call.max_version,
-                    call.body_for(call.max_version),
-                    self._broker_response_handler(call.api_key),
-                    self._broker_failure_handler,
-                )
+        self.tick()
 
-    def _broker_response_handler(self, api_key: int) -> Callable[[dict[str, Any]], None]:
-        def handle(body: dict[str, Any]) -> None:
-            self.sim.run_machine(self, lambda _r: self.on_broker_response(api_key, body))
-
-        return handle
-
-    def _broker_failure_handler(self) -> None:
-        broker = self.broker
-        if broker is not None:
-            self.sim.run_machine(self, lambda _r: broker.handle_controller_failure(self.sim.now))
-
-    def on_broker_response(self, api_key: int, body: dict[str, Any]) -> None:
-        b = self.broker
-        assert b is not None
-        if api_key == ApiKey.BROKER_REGISTRATION:
-            b.handle_registration_response(body, self.sim.now)
-            if body.get("errorCode", 0) == 0:
-                self.sim.stats["registrations"] += 1
-            else:
-                self.sim.stats["registrations_refused"] += 1
-        elif api_key == ApiKey.BROKER_HEARTBEAT:
-            b.handle_heartbeat_response(body, self.sim.now)
-
-    def maybe_register_controller(self, raft: RaftNode) -> None:
-        c = self.controller
-        assert c is not None
-        leader = raft.leader_id
-        now = self.sim.now
-        if (
-            leader is None
-            or leader == self.nid
-            or c.is_active
-            or not c.needs_controller_registration()
-            or now - self.registration_sent_ms < REGISTRATION_RETRY_MS
-        ):
-            return
-        self.registration_sent_ms = now
-        self.sim.send_rpc(
-            self.nid,
-            leader,
-            ApiKey.CONTROLLER_REGISTRATION,
-            0,
-            c.controller_registration_body(),
-            lambda _b: None,
-            lambda: None,
-        )
+    def broker_answered(self, call: ControllerCall, response: Body) -> None:
+        if call.api_key == ApiKey.BROKER_REGISTRATION:
+            key = "registrations" if response.get("errorCode", 0) == 0 else "registrations_refused"
+            self.sim.stats[key] += 1
 
     # ------------------------------------------------------------------ controller RPCs
     def serve(
@@ -568,15 +430,27 @@ class _Machine:
         respond: Callable[[dict[str, Any]], None],
     ) -> None:
         sim = self.sim
-        c = self.controller
-        assert c is not None
         validate_only = api_key == ApiKey.UPDATE_FEATURES and version >= 1 and bool(body.get("validateOnly"))
         log = sim.cluster.nodes[self.nid].log
         assert log is not None
         end_before = log.end_offset
-        reply = c.handle_request(api_key, version, body, sim.now, next_offset=end_before)
+        self._reply = None
+        self.serve_controller(api_key, version, body, respond)
+        reply = self._reply
+        records = reply.records if isinstance(reply, AppendThenRespond) else ()
+        if validate_only:
+            sim.stats["dry_runs_checked"] += 1
+            text = ", ".join(
+                f"{u['feature']}={u['maxVersionLevel']}" for u in body.get("featureUpdates") or ()
+            )
+            sim.lifecycle.check_dry_run(self.nid, end_before, log.end_offset, records, f"[{text}]")
+
+    def controller_reply(
+        self, reply: Respond | AppendThenRespond, api_key: int, version: int, body: Body
+    ) -> Respond | AppendThenRespond:
+        validate_only = api_key == ApiKey.UPDATE_FEATURES and version >= 1 and bool(body.get("validateOnly"))
         if (
-            sim.config.sabotage is Sabotage.DRY_RUN_APPENDS
+            self.sim.config.sabotage is Sabotage.DRY_RUN_APPENDS
             and validate_only
             and isinstance(reply, Respond)
             and reply.body.get("errorCode", 0) == 0
@@ -585,37 +459,95 @@ class _Machine:
                 feature_level_record(u["feature"], u["maxVersionLevel"]) for u in body["featureUpdates"]
             )
             reply = AppendThenRespond(recs, reply.body)
-        records = reply.records if isinstance(reply, AppendThenRespond) else ()
-        if isinstance(reply, Respond):
-            respond(reply.body)
-        elif not reply.records:
-            respond(reply.response_body)
-        else:
-            nc = reply.not_controller_body or not_controller_body(api_key, version, body)
-            values = reply.encoded_records()
-            if reply.kraft_version_upgrade is not None and raft.is_leader:
-                # as the runtime: raft writes the KRaftVersion/Voters batch ahead of the records
-                raft.upgrade_kraft_version(reply.kraft_version_upgrade, sim.now)
-            offset = self.append(raft, values) if raft.is_leader else None
-            if offset is None:
-                respond(nc)
-            else:
-                epoch = raft.epoch
-                ok_body = reply.response_body
+        self._reply = reply
+        return reply
 
-                def done(ok: bool) -> None:
-                    if ok:
-                        # The raft checker then proves the acknowledged records stay committed.
-                        sim.cluster.checker.acks.append(Ack(offset, epoch, values[-1]))
-                    respond(ok_body if ok else nc)
+    def acknowledged(self, offset: int, epoch: int, values: list[bytes]) -> None:
+        # The raft checker then proves the acknowledged records stay committed.
+        self.sim.cluster.checker.acks.append(Ack(offset, epoch, values[-1]))
 
-                self.waiters.append(_Waiter(offset, epoch, sim.now + COMMIT_TIMEOUT_MS, done))
-        if validate_only:
-            sim.stats["dry_runs_checked"] += 1
-            text = ", ".join(
-                f"{u['feature']}={u['maxVersionLevel']}" for u in body.get("featureUpdates") or ()
+    # ------------------------------------------------------------------ HostIO over the simulated world
+    def now_ms(self) -> int:
+        return self.sim.now
+
+    def later(self, fn: Callable[[], None]) -> None:
+        sim = self.sim
+        sim.at(sim.now, lambda: sim.run_machine(self, lambda _r: fn()))
+
+    def append(self, values: list[bytes]) -> int:
+        offset = self.raft.append(values, self.sim.now)
+        self.sim.stats["appends"] += 1
+        return offset
+
+    def upgrade_kraft_version(self, level: int) -> None:
+        self.raft.upgrade_kraft_version(level, self.sim.now)
+
+    def wait_committed(self, offset: int, epoch: int, done: Callable[[bool], None]) -> None:
+        self.waiters.append(_Waiter(offset, epoch, self.sim.now + COMMIT_TIMEOUT_MS, done))
+
+    def call_controller(
+        self,
+        leader: int,
+        api_key: int,
+        version: int,
+        body: Body,
+        on_response: Callable[[Body], None],
+        on_failure: Callable[[], None],
+    ) -> None:
+        sim = self.sim
+        if api_key == ApiKey.CONTROLLER_REGISTRATION:
+            # its answer is only logged: it arrives without running the node
+            sim.send_rpc(self.nid, leader, api_key, version, body, on_response, on_failure)
+            return
+        sim.send_rpc(
+            self.nid,
+            leader,
+            api_key,
+            version,
+            body,
+            lambda response: sim.run_machine(self, lambda _r: on_response(response)),
+            lambda: sim.run_machine(self, lambda _r: on_failure()),
+        )
+
+    def write_snapshot(self, request: WriteSnapshot, place: Callable[[], WriteSnapshot]) -> None:
+        sim = self.sim
+        sim.at(sim.now, lambda: sim.write_snapshot(self, place))
+
+    def close_client_connections(self, reason: str) -> None:
+        self.sim.stats["client_closes"] += 1
+
+    def mark_ready(self) -> None:
+        pass  # nobody polls for marker files in the simulation
+
+    def mark_fenced(self, reason: str | None) -> None:
+        pass
+
+    def fail_stop(self, fault: FatalFaultError) -> None:
+        """KIP-778: log, unregister (a registered broker), exit."""
+        sim = self.sim
+        if fault.feature and fault.level >= 0 and self.software.supports(fault.feature, fault.level):
+            raise InvariantViolation(
+                "fail-stop only on unsupported levels",
+                f"node {self.nid} on {self.software} fail-stopped on {fault.feature}={fault.level}: {fault}",
             )
-            sim.lifecycle.check_dry_run(self.nid, end_before, log.end_offset, records, f"[{text}]")
+        if sim.config.sabotage is Sabotage.UNCHECKED_UPGRADE and self.broker is not None:
+            self.frozen = True  # the deliberate bug: keep running without the level
+            self.failed = False
+            return
+        self.dead = True
+        sim.stats["fail_stops"] += 1
+        sim.cluster.note(f"node {self.nid} fail-stop: {fault}")
+        sim.failstopped.add(self.nid)
+        sim.lifecycle.incarnation_ended(self.nid, self.incarnation, "fail-stop")
+        leader = self.raft.leader_id
+        for call in fault.cleanup:
+            if leader is not None and isinstance(call, ControllerCall):
+                sim.stats["unregistrations"] += 1
+                body = call.body_for(call.max_version)
+                sim.send_rpc(
+                    self.nid, leader, call.api_key, call.max_version, body, lambda _b: None, lambda: None
+                )
+        sim.at(sim.now, lambda: sim.kill(self.nid, self.incarnation))
 
 
 # =============================================================================== the simulation
@@ -683,6 +615,7 @@ class LifecycleSim:
             state_machine=self._make_machine,
             checker=Checker(self.cluster_voters),
             wire=config.wire,
+            raft_overrides={"clean_log_behind_snapshot": False} if config.retain_log else None,
         )
         self.cluster.event_listeners.append(self.node_event)
         self.cluster.crash_listeners.append(self.before_crash)
@@ -719,10 +652,10 @@ class LifecycleSim:
                 out[nid] = LATEST_RELEASE
         return out
 
-    def _make_machine(self, nid: int) -> _Machine:
+    def _make_machine(self, nid: int, raft: RaftNode) -> _Machine:
         n = self.cluster.nodes[nid] if hasattr(self, "cluster") else None
         incarnation = n.incarnation if n is not None else 1
-        return _Machine(self, nid, incarnation, self.releases[nid])
+        return _Machine(self, nid, raft, incarnation, self.releases[nid])
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -770,7 +703,7 @@ class LifecycleSim:
         def tick() -> None:
             if self.machine(nid) is not m:
                 return
-            self.cluster.run_on(nid, m.tick)
+            self.cluster.run_on(nid, m.tick_on)
             self.at(self.now + TICK_MS, tick)
 
         self.at(self.now + self.rng.randint(1, TICK_MS), tick)
@@ -793,7 +726,7 @@ class LifecycleSim:
                 out[nid] = m.incarnation
         return out
 
-    def write_snapshot(self, m: _Machine, effect: WriteSnapshot) -> None:
+    def write_snapshot(self, m: _Machine, place: Callable[[], WriteSnapshot]) -> None:
         """Write the snapshot the core asked for, at a batch boundary as the runtime does. It runs
         after the batch that asked for it, so a newer snapshot may already cover it (loaded from the
         leader, or the log cleaned past it), and the image before a version change has no boundary
@@ -801,7 +734,7 @@ class LifecycleSim:
         violation."""
 
         def write(raft: RaftNode) -> None:
-            at = snapshot_at_batch_end(effect, m.core.image, m.applied_offset)
+            at = place()
             end, log = at.end_offset, raft.log
             latest = log.latest_snapshot()
             if (latest is not None and latest.end_offset >= end) or log.start_offset >= end:
@@ -1259,8 +1192,8 @@ def _unchecked_upgrade(sim: LifecycleSim) -> None:
     rec = feature_level_record(FEATURE_NAME, 30)
     value = encode_metadata_record(rec.spec, rec.version, rec.value)
 
-    def append(raft: RaftNode) -> None:
-        m.append(raft, [value])
+    def append(_raft: RaftNode) -> None:
+        m.write([value])
 
     sim.cluster.run_on(leader, append)
 

@@ -11,7 +11,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kraftwerk.raft import RaftStateError, Role
+from kraftwerk.raft import RaftNode, RaftStateError, Role
 from kraftwerk.sim.checker import Checker, InvariantViolation
 from kraftwerk.sim.cluster import Cluster, KVStateMachine
 from kraftwerk.sim.world import LinkFaults
@@ -134,7 +134,7 @@ class _Run:
             snap_every = min(snap_every, 20) or 20
         self.machines: dict[int, KVStateMachine] = {}
 
-        def factory(nid: int) -> KVStateMachine:
+        def factory(nid: int, _raft: RaftNode) -> KVStateMachine:
             m = KVStateMachine(nid, checker, snap_every)
             self.machines[nid] = m
             return m

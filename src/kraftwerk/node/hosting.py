@@ -1,8 +1,8 @@
-"""The decisions a host makes between raft and the cores, shared by the TCP runtime
-(``runtime/node.py``) and the simulator (``sim/lifecycle.py``) so that both run the same rules.
+"""The rules :class:`~kraftwerk.node.host.NodeHost` applies between raft and the cores, as pure
+functions of plain values: who leads and when this controller activates, the activation records,
+the controller's timer records, kraft.version for the cores, where a requested snapshot goes.
 
-Sans-I/O like the cores: raft's state arrives as plain values, time as ``now_ms``; the host does
-the appending, scheduling and sending.
+Sans-I/O like the cores: raft's state arrives as plain values, time as ``now_ms``.
 """
 
 from __future__ import annotations

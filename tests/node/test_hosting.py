@@ -1,4 +1,4 @@
-"""The host rules the runtime and the simulator share (``controller/hosting.py``)."""
+"""The host rules the node host applies for both drivers (``node/hosting.py``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from kraftwerk.controller.activation import default_bootstrap_records
 from kraftwerk.controller.effects import WriteSnapshot
 from kraftwerk.controller.features import feature_level_record, noop_record
-from kraftwerk.controller.hosting import LeaderWatch, activate, snapshot_at_batch_end, timer_records
+from kraftwerk.node.hosting import LeaderWatch, activate, snapshot_at_batch_end, timer_records
 from kraftwerk.versions.metadata_version import MetadataVersion
 from tests.controller.harness import Log, controller
 
