@@ -251,6 +251,17 @@ def bootstrap_servers(text: str) -> str:
     return text
 
 
+def zookeeper_connect(text: str) -> str:
+    """``host:port[,host:port...][/chroot]``, as Kafka's ``zookeeper.connect``."""
+    from kraftwerk.migration.reader import parse_connect
+
+    try:
+        parse_connect(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"Invalid ZooKeeper connect string {text!r}: {exc}") from None
+    return text
+
+
 def initial_controllers(text: str) -> str:
     """``--initial-controllers``: ``id@host:port:directoryId,...`` (KIP-853), parsed by format
     after the config, as Kafka's tool does."""

@@ -32,6 +32,7 @@ GROUP_MODULES = (
     "kraftwerk.cli.pipeline_cmd",
     "kraftwerk.cli.server_cmd",
     "kraftwerk.cli.cluster_cmd",
+    "kraftwerk.cli.migration_cmd",
 )
 
 
