@@ -14,6 +14,7 @@ import datetime
 import ipaddress
 import json
 import logging
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -239,6 +240,19 @@ def _scram(secure: SecureCluster, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def _broker_sees(secure: SecureCluster, user: str, expected: dict[str, Any]) -> dict[str, Any]:
+    """The broker's DescribeUserScramCredentials of ``user``, polled until it is ``expected`` (the
+    broker's image follows the log a moment after the controller commits) or 20 s have passed."""
+    deadline = time.monotonic() + 20
+    while True:
+        code, out, err = _scram(secure, "describe", "--user", user, "--output", "json")
+        assert code == 0, err
+        seen: dict[str, Any] = json.loads(out)
+        if seen == expected or time.monotonic() > deadline:
+            return seen
+        time.sleep(0.1)
+
+
 def test_scram_users_managed_while_running(secure: SecureCluster) -> None:
     """``kraftwerk scram``: the format-time users are listed; a user added through a broker (forwarded
     to the controller) can log in once the broker has the record, and not after its deletion."""
@@ -250,11 +264,12 @@ def test_scram_users_managed_while_running(secure: SecureCluster) -> None:
     add = f"SCRAM-SHA-256=[iterations=8192,password={BOB_PASSWORD}]"
     assert _scram(secure, "alter", "--user", "bob", "--add", add) == (
         0, "Completed updating config for user bob.\n", "")
-    code, out, _ = _scram(secure, "describe", "--user", "bob", "--output", "json")
-    assert (code, json.loads(out)) == (0, {"bob": {"SCRAM-SHA-256": {"iterations": 8192}}})
+    bob = {"bob": {"SCRAM-SHA-256": {"iterations": 8192}}}
+    assert _broker_sees(secure, "bob", bob) == bob
     login = {"sasl_mechanism": "SCRAM-SHA-256", "sasl_plain_username": "bob", "bootstrap_timeout_ms": 5000}
     _kafka_python_admin(secure, sasl_plain_password=BOB_PASSWORD, **login).close()
     assert _scram(secure, "alter", "--user", "bob", "--delete", "SCRAM-SHA-256")[0] == 0
+    assert _broker_sees(secure, "bob", {}) == {}
     code, _, err = _scram(secure, "alter", "--user", "bob", "--delete", "SCRAM-SHA-256")
     assert (code, err) == (1, "Error while altering SCRAM credentials of user bob: Attempt to delete a user "
                               "credential that does not exist\n")
