@@ -190,6 +190,11 @@ KINDS: dict[Any, Kind] = {
     kinds.hex_bytes: Kind(const(""), (const("zz"),), (const("ffff"),)),
     kinds.json_value: Kind(const("{}"), (const("{oops"),), (const("[]"), const('{"apiKeys": 7}'))),
     kinds.log_level: Kind(const("INFO"), (const("bogus"),)),
+    kinds.topic_name: Kind(const("orders"), (const(""), const("a b"), const("x" * 250))),
+    kinds.entity_name: Kind(const("orders"), (), (const("a b"),)),
+    kinds.config_pairs: Kind(const("retention.ms=1000"), (const("noequals"), const("bad key!=1"))),
+    kinds.config_keys: Kind(const("retention.ms"), (const(","), const("bad key!"))),
+    kinds.replica_assignment: Kind(const("1:2,2:3"), (const("a:b"), const("1:1"), const("1:2,3"))),
 }
 
 WRONG_CHOICE = const("no-such-choice")

@@ -261,6 +261,59 @@ def describe_json(metadata: FeatureMetadata) -> list[dict[str, Any]]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class AutoManagement:
+    """KIP-920 as a node reports it: whether metadata.version is managed automatically, toward
+    which target, and which node's configuration says so."""
+
+    enabled: bool
+    target: str | None
+    interval_ms: int | None
+    node: str
+
+    def line(self) -> str:
+        target = self.target or "(no static metadata.version set)"
+        return (f"metadata.version is managed automatically: upgraded toward {target} every "
+                f"{self.interval_ms} ms (auto.upgrade.metadata.version=true on {self.node}); manual "
+                "metadata.version changes are refused.")
+
+    def as_json(self) -> dict[str, Any]:
+        return {"enabled": self.enabled, "target": self.target, "intervalMs": self.interval_ms,
+                "node": self.node}
+
+
+AUTO_UPGRADE_KEYS = ("auto.upgrade.metadata.version", "auto.upgrade.metadata.version.interval.ms",
+                     "metadata.version")
+
+
+def auto_management(client: AdminClient, settings: ClientSettings) -> AutoManagement | None:
+    """The KIP-920 settings of the active controller (``--bootstrap-controller``) or, through
+    brokers, of the broker asked (its dynamic and static configs); None if it cannot tell."""
+    try:
+        cluster = client.describe_cluster()
+        if settings.controllers:
+            node_id, node = cluster.controller_id, f"the active controller {cluster.controller_id}"
+        else:
+            conn = client.any_node()
+            asked = [n.node_id for n in cluster.nodes if (n.host, n.port) == (conn.host, conn.port)]
+            if not asked:
+                return None
+            node_id, node = asked[0], f"broker {asked[0]}"
+        body = {"resources": [{"resourceType": 4, "resourceName": str(node_id),
+                               "configurationKeys": list(AUTO_UPGRADE_KEYS)}],
+                "includeSynonyms": False, "includeDocumentation": False}
+        [result] = client.call(32, body, node_id=node_id)["results"]
+    except AdminClientError:
+        return None
+    if result["errorCode"] != 0:
+        return None
+    values = {c["name"]: c["value"] for c in result["configs"]}
+    interval = values.get("auto.upgrade.metadata.version.interval.ms")
+    enabled = values.get("auto.upgrade.metadata.version") == "true"
+    return AutoManagement(enabled, values.get("metadata.version"),
+                          int(interval) if interval and interval.isdigit() else None, node)
+
+
 def _describe(args: argparse.Namespace) -> int:
     settings = client_settings(args)
     with open_client(settings) as client:
@@ -268,11 +321,18 @@ def _describe(args: argparse.Namespace) -> int:
             metadata = client.describe_features(args.node_id)
         except AdminClientError as exc:
             raise FeatureCommandError(str(exc)) from None
+        auto = auto_management(client, settings)
     if args.output == "json":
-        print_json(describe_json(metadata))
+        described = describe_json(metadata)
+        for item in described:
+            if item["feature"] == mvs.FEATURE_NAME and auto is not None:
+                item["autoUpgrade"] = auto.as_json()
+        print_json(described)
     else:
         for line in describe_lines(metadata):
             print(line)
+        if auto is not None and auto.enabled:
+            print(auto.line())
     return 0
 
 

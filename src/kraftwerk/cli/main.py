@@ -25,6 +25,8 @@ GROUP_MODULES = (
     "kraftwerk.cli.protocol_cmd",
     "kraftwerk.cli.storage_cmd",
     "kraftwerk.cli.features_cmd",
+    "kraftwerk.cli.topics_cmd",
+    "kraftwerk.cli.configs_cmd",
     "kraftwerk.cli.scram_cmd",
     "kraftwerk.cli.dump_log_cmd",
     "kraftwerk.cli.metadata_cmd",

@@ -382,6 +382,24 @@ class AdminClient:
                 return self.connection(node.host, node.port)
         raise AdminClientError(f"No node with id {node_id} found in the cluster metadata")
 
+    def call(self, api_key: int, body: codec.Value, node_id: int | None = None) -> codec.Value:
+        """One request to any node (or ``node_id``) at the highest usable version; the body is
+        trimmed to that version's fields. A response whose every result is NOT_CONTROLLER (a
+        forwarded write met a controller election) is retried until the API timeout."""
+        deadline = self._monotonic() + self.api_timeout_s
+        while True:
+            conn = self.any_node() if node_id is None else self._node(node_id)
+            version = conn.usable_version(api_key)
+            spec = registry.by_api_key(Kind.REQUEST, api_key)
+            trimmed = {f.json_name: body[f.json_name] for f in spec.fields
+                       if f.json_name in body and version in f.versions}
+            _, value = self._call(conn, api_key, trimmed, version)
+            codes = {r.get("errorCode") for part in ("topics", "responses", "results")
+                     for r in value.get(part) or () if isinstance(r, dict)}
+            if codes != {Errors.NOT_CONTROLLER.code} or self._monotonic() + self.retry_backoff_s >= deadline:
+                return value
+            self._sleep(self.retry_backoff_s)
+
     def api_versions(self, node_id: int | None = None) -> codec.Value:
         """The ApiVersions response of a node (any bootstrap node, or ``node_id``)."""
         conn = self.any_node() if node_id is None else self._node(node_id)

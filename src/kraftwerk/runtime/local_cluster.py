@@ -313,15 +313,18 @@ class LocalCluster:
 
     def roll(self, software_version: str | None, node_ids: Sequence[int] = (), *, timeout_s: float = 60.0,
              grace_s: float = 10.0,
-             on_restart: Callable[[LocalNode, float], None] | None = None) -> list[int]:
-        """Restart nodes one at a time on ``software_version`` (None: this software): SIGTERM, wait
-        for the exit, start, wait until ready. Stops at a node that comes back fenced (NodeError
-        with Kafka's refusal text). Returns the restarted ids."""
+             on_restart: Callable[[LocalNode, float], None] | None = None,
+             keep_software: bool = False) -> list[int]:
+        """Restart nodes one at a time on ``software_version`` (None: this software; with
+        ``keep_software`` each node keeps its own): SIGTERM, wait for the exit, start, wait until
+        ready. Stops at a node that comes back fenced (NodeError with Kafka's refusal text).
+        Returns the restarted ids."""
         done: list[int] = []
         for node in self.roll_order(node_ids):
             started = time.monotonic()
             self.stop([node], grace_s=grace_s)
-            node.software_version = software_version
+            if not keep_software:
+                node.software_version = software_version
             self.start(node)
             fenced = self.wait_ready([node], timeout_s)
             if fenced:

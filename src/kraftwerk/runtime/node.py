@@ -286,6 +286,7 @@ class Node:
             session_timeout_ms=self.config.broker_session_timeout_ms, listeners=listeners,
             incarnation_id=uuid.uuid4(),
             api_versions=self._controller_apis,
+            static_configs=self.config.raw,
         )
 
     async def stop(self) -> None:

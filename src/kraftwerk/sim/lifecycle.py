@@ -94,6 +94,7 @@ OTHER_FEATURES = (
     ("share.version", 1),
     ("streams.version", 1),
 )
+AUTO_UPGRADE_INTERVAL_MS = 500
 OLD_RELEASES = tuple(r for r in known_releases() if "3.6" <= r < LATEST_RELEASE)
 
 
@@ -148,6 +149,9 @@ class LifecycleConfig:
     retain_log: bool = False
     """Keep the whole metadata log (``metadata.max.retention.ms=-1``): raft does not clean it
     behind snapshots, so every committed record can be read back."""
+    auto_upgrade_targets: tuple[str | None, ...] | None = None
+    """KIP-920: each voter's static metadata.version (None: none), with auto-upgrade on every
+    AUTO_UPGRADE_INTERVAL_MS; None: off everywhere."""
 
     @property
     def fault_ms(self) -> int:
@@ -271,6 +275,13 @@ class _Machine(NodeHost):
         seeded = random.Random(f"{sim.config.seed}/{nid}/{incarnation}")
         incarnation_id = uuid.UUID(int=seeded.getrandbits(128))
         if nid in sim.cluster_voters:
+            targets = sim.config.auto_upgrade_targets
+            target = None if targets is None else targets[sim.cluster_voters.index(nid)]
+            static = {} if targets is None else {
+                "auto.upgrade.metadata.version": "true",
+                "auto.upgrade.metadata.version.interval.ms": str(AUTO_UPGRADE_INTERVAL_MS),
+                **({} if target is None else {"metadata.version": target}),
+            }
             controller = QuorumController(
                 nid,
                 sim.cluster_id,
@@ -280,6 +291,7 @@ class _Machine(NodeHost):
                 session_timeout_ms=SESSION_TIMEOUT_MS,
                 listeners=[Endpoint("CONTROLLER", f"node{nid}", 9093, 0)],
                 incarnation_id=incarnation_id,
+                static_configs=static,
             )
         else:
             broker = BrokerNode(
