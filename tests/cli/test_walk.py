@@ -172,6 +172,11 @@ KINDS: dict[Any, Kind] = {
     kinds.feature_level: Kind(const("group.version=1"), (),
                               (const("noequals"), const("group.version=abc"))),
     kinds.feature_name: Kind(const("group.version"), (const(""), const("bad name!"))),
+    kinds.scram_credential: Kind(const("SCRAM-SHA-256=[name=a,password=b]"), (),
+                                 (const("garbage"), const("SCRAM-SHA-1=[name=a,password=b]"))),
+    kinds.scram_mechanism_config: Kind(const("SCRAM-SHA-256=[password=x]"), (), (
+        const("garbage"), const("SCRAM-SHA-256=[iterations=abc,password=x]"))),
+    kinds.user_name: Kind(const("alice"), (const(""),)),
     kinds.bootstrap_servers: Kind(lambda env: env.refused, (const("nohostport"), const("host:notaport"))),
     kinds.zookeeper_connect: Kind(lambda env: env.refused,
                                   (const("nohostport"), const("host:notaport"),

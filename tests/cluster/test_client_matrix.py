@@ -139,12 +139,14 @@ def _kafka_python_requests() -> dict[int, Callable[[int], Any]]:
     and the config and partition calls work on ``matrix-7``."""
     from kafka.protocol.admin import (
         AlterConfigsRequest,
+        AlterUserScramCredentialsRequest,
         CreatePartitionsRequest,
         CreateTopicsRequest,
         DeleteTopicsRequest,
         DescribeClusterRequest,
         DescribeConfigsRequest,
         DescribeTopicPartitionsRequest,
+        DescribeUserScramCredentialsRequest,
         IncrementalAlterConfigsRequest,
         UpdateFeaturesRequest,
     )
@@ -197,6 +199,9 @@ def _kafka_python_requests() -> dict[int, Callable[[int], Any]]:
         33: lambda v: alter(AlterConfigsRequest, v),
         37: create_partitions,
         44: lambda v: alter(IncrementalAlterConfigsRequest, v, config_operation=0),
+        50: lambda v: DescribeUserScramCredentialsRequest(version=v, users=None),
+        # nothing to delete or upsert: answered, changes nothing
+        51: lambda v: AlterUserScramCredentialsRequest(version=v, deletions=[], upsertions=[]),
         57: update_features,
         60: lambda v: DescribeClusterRequest(version=v),
         75: lambda v: DescribeTopicPartitionsRequest(

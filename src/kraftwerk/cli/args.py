@@ -222,6 +222,24 @@ def feature_name(text: str) -> str:
     return name
 
 
+def scram_credential(text: str) -> str:
+    """``--add-scram MECHANISM=[name=...,password=...]``: format parses it with Kafka's
+    ScramParser texts (never echoing a password)."""
+    return text
+
+
+def scram_mechanism_config(text: str) -> str:
+    """``scram alter --add MECHANISM=[iterations=N,password=P]``, parsed by the command."""
+    return text
+
+
+def user_name(text: str) -> str:
+    """A SCRAM user name: anything but empty."""
+    if not text:
+        raise argparse.ArgumentTypeError("A user name can not be empty.")
+    return text
+
+
 def bootstrap_servers(text: str) -> str:
     """``host:port,...`` as Kafka's ``ClientUtils.parseAndValidateAddresses`` checks it."""
     from kraftwerk.runtime.admin_client import parse_bootstrap

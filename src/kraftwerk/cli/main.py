@@ -27,6 +27,7 @@ GROUP_MODULES = (
     "kraftwerk.cli.features_cmd",
     "kraftwerk.cli.topics_cmd",
     "kraftwerk.cli.configs_cmd",
+    "kraftwerk.cli.scram_cmd",
     "kraftwerk.cli.dump_log_cmd",
     "kraftwerk.cli.metadata_cmd",
     "kraftwerk.cli.sim_cmd",

@@ -44,6 +44,7 @@ from kraftwerk.controller.errors import ApiError
 from kraftwerk.controller.feature_control import FeatureControlManager
 from kraftwerk.controller.partitions import PartitionControlManager
 from kraftwerk.controller.responses import encode_response, error_body, not_controller_body
+from kraftwerk.controller.scram_control import ScramControlManager
 from kraftwerk.controller.topics import ReplicationControlManager
 from kraftwerk.image.errors import FatalFaultError
 from kraftwerk.image.model import ConfigResource, Endpoint, MetadataImage
@@ -150,6 +151,7 @@ class QuorumController:
         self.topics = ReplicationControlManager(self)
         self.partitions = PartitionControlManager(self)
         self.configs = ConfigurationControlManager(self)
+        self.scram = ScramControlManager(self)
 
     # ------------------------------------------------------------------ state
 
@@ -401,6 +403,7 @@ _features: Callable[[QuorumController], FeatureControlManager] = attrgetter("fea
 _topics: Callable[[QuorumController], ReplicationControlManager] = attrgetter("topics")
 _partitions: Callable[[QuorumController], PartitionControlManager] = attrgetter("partitions")
 _configs: Callable[[QuorumController], ConfigurationControlManager] = attrgetter("configs")
+_scram: Callable[[QuorumController], ScramControlManager] = attrgetter("scram")
 
 ROUTES: Mapping[int, ControllerRoute] = {
     ApiKey.API_VERSIONS: ControllerRoute(QuorumController.api_versions, active_only=False, forwardable=True),
@@ -435,6 +438,12 @@ ROUTES: Mapping[int, ControllerRoute] = {
     ),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: ControllerRoute(
         via(_configs, ConfigurationControlManager.incremental_alter_configs), forwardable=True
+    ),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: ControllerRoute(
+        via(_scram, ScramControlManager.alter), forwardable=True
+    ),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: ControllerRoute(
+        via(_scram, ScramControlManager.describe), active_only=False, forwardable=True
     ),
 }
 """Api key → handler: adding a controller RPC is one handler method and one line here."""

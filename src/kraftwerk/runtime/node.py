@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -44,6 +45,7 @@ from kraftwerk.controller.responses import not_controller_body
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.image.errors import FatalFaultError
 from kraftwerk.image.model import Endpoint as ImageEndpoint
+from kraftwerk.image.model import MetadataImage
 from kraftwerk.node import NodeHost
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.api_keys import ApiKey
@@ -55,6 +57,7 @@ from kraftwerk.runtime.errors import NetworkError, NodeError
 from kraftwerk.runtime.forwarding import ForwardingError, envelope_body, unwrap_response
 from kraftwerk.runtime.raft_host import RaftHost, wall_clock_ms
 from kraftwerk.runtime.raft_log_files import open_metadata_log
+from kraftwerk.runtime.security import ListenerSecurity, scram_lookup_from
 from kraftwerk.runtime.server import KafkaServer, Request
 from kraftwerk.storage.lock import LogDirLock
 from kraftwerk.storage.metadata_log import read_bootstrap
@@ -170,7 +173,9 @@ class Node:
         for endpoint in config.listeners:
             server = KafkaServer(_ListenerHandler(self, endpoint.listener), endpoint.host or "0.0.0.0",
                                  endpoint.port, listener=endpoint.listener,
-                                 max_frame_bytes=config.socket_request_max_bytes)
+                                 max_frame_bytes=config.socket_request_max_bytes,
+                                 limits=config.connection_limits(),
+                                 security=self._listener_security(endpoint.listener))
             await server.start()
             self.servers.append(server)
             log.info("Awaiting socket connections on %s:%d (listener %s).", endpoint.host or "0.0.0.0",
@@ -187,6 +192,15 @@ class Node:
         return DataPlane(self.config.node_id, self.config.log_dirs, self.config.software, self.config.raw,
                          self._controller_request, lambda: broker.broker_epoch,
                          listeners[0].listener if listeners else None)
+
+    def _listener_security(self, listener: str) -> ListenerSecurity:
+        """The listener's security, SCRAM users read from this node's current image."""
+        def image() -> MetadataImage | None:
+            core = self.broker or self.controller
+            return None if core is None else core.image
+
+        security = self.config.security.get(listener, ListenerSecurity())
+        return dataclasses.replace(security, scram_lookup=scram_lookup_from(image))
 
     def _make_broker(self) -> BrokerNode:
         dir_ids = []
