@@ -190,6 +190,8 @@ KINDS: dict[Any, Kind] = {
     kinds.hex_bytes: Kind(const(""), (const("zz"),), (const("ffff"),)),
     kinds.json_value: Kind(const("{}"), (const("{oops"),), (const("[]"), const('{"apiKeys": 7}'))),
     kinds.log_level: Kind(const("INFO"), (const("bogus"),)),
+    kinds.start_offset: Kind(const("beginning"), (const("-3"), const("later"))),
+    kinds.delimiter: Kind(const(":"), (const(""),)),
     kinds.topic_name: Kind(const("orders"), (const(""), const("a b"), const("x" * 250))),
     kinds.entity_name: Kind(const("orders"), (), (const("a b"),)),
     kinds.config_pairs: Kind(const("retention.ms=1000"), (const("noequals"), const("bad key!=1"))),

@@ -645,7 +645,11 @@ ROUTES: Mapping[int, Callable[[BrokerNode, Request], Respond | Forward]] = {
 }
 """Api key → handler: adding a broker RPC is one handler method and one line here."""
 
-BROKER_API_KEYS = tuple(ROUTES)
+DATA_PLANE_API_KEYS = (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.INIT_PRODUCER_ID,
+                       ApiKey.OFFSET_FOR_LEADER_EPOCH)
+"""Answered by the runtime's data plane (partition logs), not by this core."""
+
+BROKER_API_KEYS = (*ROUTES, *DATA_PLANE_API_KEYS)
 """What :meth:`BrokerNode.handle_request` answers (UpdateFeatures and the topic and config writes by
 forwarding)."""
 

@@ -251,6 +251,20 @@ def bootstrap_servers(text: str) -> str:
     return text
 
 
+def start_offset(text: str) -> str:
+    """``beginning``, ``end`` or a non-negative offset (kcat's ``-o``)."""
+    if text in ("beginning", "end") or (text.isdigit() and text.isascii()):
+        return text
+    raise argparse.ArgumentTypeError(f"must be beginning, end or a non-negative offset, not {text!r}")
+
+
+def delimiter(text: str) -> str:
+    """A non-empty separator string."""
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
 def zookeeper_connect(text: str) -> str:
     """``host:port[,host:port...][/chroot]``, as Kafka's ``zookeeper.connect``."""
     from kraftwerk.migration.reader import parse_connect

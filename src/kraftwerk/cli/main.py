@@ -34,6 +34,8 @@ GROUP_MODULES = (
     "kraftwerk.cli.pipeline_cmd",
     "kraftwerk.cli.server_cmd",
     "kraftwerk.cli.cluster_cmd",
+    "kraftwerk.cli.produce_cmd",
+    "kraftwerk.cli.consume_cmd",
     "kraftwerk.cli.migration_cmd",
 )
 

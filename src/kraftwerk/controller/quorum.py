@@ -42,6 +42,7 @@ from kraftwerk.controller.configs import ConfigurationControlManager
 from kraftwerk.controller.effects import AppendThenRespond, Body, Effect, Respond
 from kraftwerk.controller.errors import ApiError
 from kraftwerk.controller.feature_control import FeatureControlManager
+from kraftwerk.controller.partitions import PartitionControlManager
 from kraftwerk.controller.responses import encode_response, error_body, not_controller_body
 from kraftwerk.controller.scram_control import ScramControlManager
 from kraftwerk.controller.topics import ReplicationControlManager
@@ -148,6 +149,7 @@ class QuorumController:
         self.cluster = ClusterControlManager(self)
         self.features = FeatureControlManager(self)
         self.topics = ReplicationControlManager(self)
+        self.partitions = PartitionControlManager(self)
         self.configs = ConfigurationControlManager(self)
         self.scram = ScramControlManager(self)
 
@@ -399,6 +401,7 @@ class ControllerRoute:
 _cluster: Callable[[QuorumController], ClusterControlManager] = attrgetter("cluster")
 _features: Callable[[QuorumController], FeatureControlManager] = attrgetter("features")
 _topics: Callable[[QuorumController], ReplicationControlManager] = attrgetter("topics")
+_partitions: Callable[[QuorumController], PartitionControlManager] = attrgetter("partitions")
 _configs: Callable[[QuorumController], ConfigurationControlManager] = attrgetter("configs")
 _scram: Callable[[QuorumController], ScramControlManager] = attrgetter("scram")
 
@@ -420,6 +423,7 @@ ROUTES: Mapping[int, ControllerRoute] = {
     ApiKey.CREATE_TOPICS: ControllerRoute(
         via(_topics, ReplicationControlManager.create_topics), forwardable=True
     ),
+    ApiKey.ALTER_PARTITION: ControllerRoute(via(_partitions, PartitionControlManager.alter_partition)),
     ApiKey.DELETE_TOPICS: ControllerRoute(
         via(_topics, ReplicationControlManager.delete_topics), forwardable=True
     ),

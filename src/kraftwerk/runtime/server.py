@@ -252,6 +252,11 @@ class _Connection:
             head = parsed.header
             try:
                 body = await task
+                if body is None:
+                    continue
+                # An ApiVersions request at a version we do not know is answered at v0 (see framing).
+                version = 0 if parsed.unsupported_api_versions else head.api_version
+                frame = framing.encode_response(head.api_key, version, head.correlation_id, body)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -259,11 +264,7 @@ class _Connection:
                               head.api_key, head.api_version, self.info.connection_id)
                 self.writer.close()
                 return
-            if body is None:
-                continue
-            # An ApiVersions request at a version we do not know is answered at v0 (see framing).
-            version = 0 if parsed.unsupported_api_versions else head.api_version
-            self.writer.write(framing.encode_response(head.api_key, version, head.correlation_id, body))
+            self.writer.write(frame)
             if request_log.isEnabledFor(logging.DEBUG):
                 request_log.debug("Completed request:%s", json.dumps({
                     "requestHeader": {"requestApiKey": head.api_key, "requestApiVersion": head.api_version,
