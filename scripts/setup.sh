@@ -25,6 +25,14 @@ if ! command -v gcc >/dev/null 2>&1 || [ ! -f /usr/include/zlib.h ]; then
     apt_install gcc zlib1g-dev
 fi
 
+if ! command -v chromium >/dev/null 2>&1; then
+    # the readiness page's browser test drives Debian's Chromium (Playwright downloads no browser)
+    echo "setup: installing Debian's chromium for the page tests" >&2
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
     echo "setup: creating .venv" >&2

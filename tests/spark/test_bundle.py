@@ -21,7 +21,9 @@ DRIVER_MODULES = {"kraftwerk.spark.bundle", "kraftwerk.spark.jobs", "kraftwerk.s
 #: the layers executor-side code may reach (data sources and per-partition functions are thin
 #: adapters over these)
 EXECUTOR_LAYERS = ("kraftwerk.protocol", "kraftwerk.versions", "kraftwerk.config", "kraftwerk.records",
-                   "kraftwerk.storage", "kraftwerk.image", "kraftwerk.spark")
+                   "kraftwerk.storage", "kraftwerk.image", "kraftwerk.spark",
+                   # the readiness rows apply the controller's own feature checks (sans-I/O cores)
+                   "kraftwerk.readiness", "kraftwerk.controller")
 
 
 def _names(path: Path) -> list[str]:

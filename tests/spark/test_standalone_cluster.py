@@ -133,3 +133,24 @@ def test_a_log_dir_the_executors_cannot_read_fails_in_one_line(cluster: Standalo
                         rf"{re.escape(str(hidden.log_dirs[0]))}/[^ ]+\.log: No such file or directory "
                         r"\(the driver sees it; it must be at the same path on every executor\)", last)
     assert not [line for line in run.stderr.splitlines() if line.startswith(("\tat ", "Traceback"))]
+
+
+def test_readiness_on_the_cluster(cluster: StandaloneCluster, tmp_path: Path) -> None:
+    """The readiness job's grouped Arrow functions run on executors that have neither kraftwerk nor
+    pandas (only what the driver ships), and report what one process reports."""
+    from tests.readiness.generator import fleet_on_tmpfs
+
+    with fleet_on_tmpfs(12) as fleet:
+        args = ["pipeline", "readiness", "--metadata-dirs", str(fleet.root / "metadata"), "--log-dirs",
+                *map(str, fleet.log_dirs), "--target", "4.3"]
+        run = subprocess.run([KRAFTWERK, *args, "--out", str(tmp_path / "spark"),
+                              "--master", cluster.master_url,
+                              "--conf", f"spark.pyspark.python={cluster.python}"],
+                             env=cluster.driver_env(), capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr
+        subprocess.run([KRAFTWERK, *args, "--out", str(tmp_path / "local"), "--no-spark"], check=True,
+                       capture_output=True)
+        spark = json.loads((tmp_path / "spark" / "summary.json").read_text())
+        assert spark == json.loads((tmp_path / "local" / "summary.json").read_text())
+        assert {(c["clusterId"], c["status"]) for c in spark["clusters"]} == {
+            (b.cluster_id, b.status) for b in fleet.clusters}

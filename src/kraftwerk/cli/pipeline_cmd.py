@@ -1,6 +1,7 @@
-"""``kraftwerk pipeline scan|upconvert``: find and rewrite message format v0/v1 data across a fleet.
+"""``kraftwerk pipeline scan|upconvert|readiness``: find and rewrite message format v0/v1 data across a
+fleet; the fleet's upgrade-readiness report (:mod:`kraftwerk.cli.readiness_cmd`).
 
-Both commands run on Spark (``--master``, default ``local[*]``; ``--conf`` settings as spark-submit
+The commands run on Spark (``--master``, default ``local[*]``; ``--conf`` settings as spark-submit
 takes them) or, with ``--no-spark``, in this process through the same storage-layer functions.
 ``--print-spark-submit`` prints the ``spark-submit`` command that runs the same job on a cluster's
 own Spark. Missing or locked log dirs and corrupt segments are reported and skipped, never fatal to
@@ -46,7 +47,8 @@ def register(groups: Any) -> None:
         "scan", help="find v0/v1 message format data in log dirs",
         description="Scan every segment of the log dirs, write the batch table as Parquet and print a "
                     "summary per topic-partition (v0/v1 bytes, batches, records, offsets, corrupt batches).")
-    _common(scan)
+    log_dirs_option(scan)
+    spark_options(scan)
     scan.add_argument("--out", required=True, type=output_dir, metavar="DIR",
                       help="directory for batches/ (Parquet) and summary.json")
     scan.set_defaults(func=run_scan)
@@ -56,7 +58,8 @@ def register(groups: Any) -> None:
         description="Rewrite every segment that holds message format v0/v1 batches as v2, keeping offsets, "
                     "verifying the result before anything is replaced. Segments with only v2 data are not "
                     "touched; a second run changes nothing.")
-    _common(up)
+    log_dirs_option(up)
+    spark_options(up)
     where = up.add_mutually_exclusive_group()
     where.add_argument("--out", type=output_dir, metavar="DIR",
                        help="write converted segments under DIR/<log dir>/<partition>/")
@@ -66,10 +69,20 @@ def register(groups: Any) -> None:
     up.add_argument("--dry-run", action="store_true", help="report what would be converted, change nothing")
     up.set_defaults(func=run_upconvert)
 
+    from kraftwerk.cli.readiness_cmd import register as register_readiness
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--log-dirs", required=True, nargs="+", type=dir_list, metavar="DIR",
-                   help="broker log directories (space or comma separated, like log.dirs)")
+    register_readiness(commands)
+
+
+def log_dirs_option(p: argparse.ArgumentParser, *, required: bool = True,
+                    help_text: str | None = None) -> None:
+    p.add_argument("--log-dirs", required=required, nargs="+", type=dir_list, metavar="DIR",
+                   help=help_text or "broker log directories (space or comma separated, like log.dirs)")
+
+
+def spark_options(p: argparse.ArgumentParser) -> None:
+    """Where the job runs (``--master``, ``--conf``, ``--no-spark``, ``--print-spark-submit``), Spark's
+    own log, and ``--output``."""
     p.add_argument("--master", type=spark_master, default=None,
                    help=f"Spark master URL (default {DEFAULT_MASTER}; under spark-submit: its master)")
     p.add_argument("--conf", action="append", type=key_value, default=[], metavar="KEY=VALUE",
@@ -85,20 +98,21 @@ def _common(p: argparse.ArgumentParser) -> None:
     add_output_flag(p)
 
 
-def _path(raw: str | Path) -> Path:
+def absolute_path(raw: str | Path) -> Path:
     """A local path or a file:// URL (both checked by the option's type), made absolute: executors
     get the same string."""
     return Path(local_path(str(raw))).absolute()
 
 
-def _log_dirs(raw: Sequence[str]) -> list[str]:
+def dir_paths(raw: Sequence[str], option: str = "--log-dirs") -> list[str]:
+    """The directories of a ``log.dirs``-like option, absolute."""
     dirs = [d for part in raw for d in part.split(",") if d]
     if not dirs:
-        raise UsageError("--log-dirs needs at least one directory")
-    return [str(_path(d)) for d in dirs]
+        raise UsageError(f"{option} needs at least one directory")
+    return [str(absolute_path(d)) for d in dirs]
 
 
-def _spark_submit(args: argparse.Namespace, job: list[str]) -> int:
+def print_spark_submit(args: argparse.Namespace, job: list[str]) -> int:
     """Print the spark-submit command running ``kraftwerk pipeline <command> <job>`` in the submitted
     driver: the executors' Python as this run would choose it, this interpreter for the driver."""
     import kraftwerk.cli.spark_submit as entry
@@ -119,7 +133,7 @@ def _spark_submit(args: argparse.Namespace, job: list[str]) -> int:
     return 0
 
 
-def _split_existing(dirs: list[str]) -> tuple[list[str], list[str]]:
+def split_existing(dirs: list[str]) -> tuple[list[str], list[str]]:
     present = [d for d in dirs if Path(d).is_dir()]
     return present, [d for d in dirs if d not in present]
 
@@ -137,11 +151,11 @@ def _status(message: str, enabled: bool) -> Iterator[Callable[[str], None]]:
         yield lambda msg: status.update(msg)
 
 
-def _tty() -> bool:
+def tty() -> bool:
     return sys.stderr.isatty()
 
 
-def _spark_log(args: argparse.Namespace, out: Path | None) -> Path | None:
+def spark_log_file(args: argparse.Namespace, out: Path | None) -> Path | None:
     """Where Spark's own output goes: nowhere special with --verbose, else ``spark.log`` of the
     report directory ``out`` (or of the temporary directory: an up-conversion's ``--out`` is a
     log dir tree, which must hold the converted segments and nothing else)."""
@@ -155,24 +169,24 @@ def _spark_log(args: argparse.Namespace, out: Path | None) -> Path | None:
 # ---------------------------------------------------------------------- scan
 
 def run_scan(args: argparse.Namespace) -> int:
-    dirs = _log_dirs(args.log_dirs)
-    out = _path(args.out)
-    present, missing = _split_existing(dirs)
+    dirs = dir_paths(args.log_dirs)
+    out = absolute_path(args.out)
+    present, missing = split_existing(dirs)
     if not present:
         raise ScanError("none of the log directories exists: " + ", ".join(dirs))
     if args.print_spark_submit:
-        return _spark_submit(args, ["--log-dirs", *dirs, "--out", str(out)])
+        return print_spark_submit(args, ["--log-dirs", *dirs, "--out", str(out)])
     for d in missing:
         print(f"Log directory {d} does not exist or is not a directory; skipped", file=sys.stderr)
     start = time.monotonic()
-    with _status(f"Scanning {len(present)} log dirs", _tty()):
+    with _status(f"Scanning {len(present)} log dirs", tty()):
         if args.no_spark:
-            summaries = _scan_local(present, out)
+            summaries = scan_local(present, out)
         else:
             from kraftwerk.spark.jobs import scan_job
             from kraftwerk.spark.quiet import quiet_session
 
-            with quiet_session(args.master, _spark_log(args, out), dict(args.conf)) as spark:
+            with quiet_session(args.master, spark_log_file(args, out), dict(args.conf)) as spark:
                 summaries = scan_job(spark, present, out).summaries
     elapsed = time.monotonic() - start
     tot = totals(summaries)
@@ -186,7 +200,7 @@ def run_scan(args: argparse.Namespace) -> int:
     return 1 if missing else 0
 
 
-def _scan_local(log_dirs: list[str], out: Path) -> list[PartitionSummary]:
+def scan_local(log_dirs: list[str], out: Path) -> list[PartitionSummary]:
     """The no-Spark scan: the same rows, written with pyarrow, summarized in Python."""
     try:
         import pyarrow.parquet as pq  # type: ignore[import-untyped]
@@ -240,16 +254,16 @@ def _print_scan(summaries: list[PartitionSummary], tot: dict[str, int], dirs: li
 def run_upconvert(args: argparse.Namespace) -> int:
     if not args.in_place and args.out is None and not args.dry_run:
         raise UsageError("upconvert needs --out DIR or --in-place (or --dry-run)")
-    dirs = _log_dirs(args.log_dirs)
-    if not _split_existing(dirs)[0]:  # before a Spark session is started for nothing
+    dirs = dir_paths(args.log_dirs)
+    if not split_existing(dirs)[0]:  # before a Spark session is started for nothing
         raise ScanError("none of the log directories exists: " + ", ".join(dirs))
-    out = None if args.out is None else _path(args.out)
+    out = None if args.out is None else absolute_path(args.out)
     if args.print_spark_submit:
         job = ["--log-dirs", *dirs] + (["--out", str(out)] if out else []) + (
             ["--in-place"] if args.in_place else []) + (["--dry-run"] if args.dry_run else [])
-        return _spark_submit(args, job)
+        return print_spark_submit(args, job)
     start = time.monotonic()
-    with _status("Up-converting", _tty()) as update:
+    with _status("Up-converting", tty()) as update:
 
         def progress(done: int, total: int) -> None:
             update(f"Up-converting: {done} of {total} partitions done")
@@ -261,7 +275,7 @@ def run_upconvert(args: argparse.Namespace) -> int:
             from kraftwerk.spark.jobs import upconvert_job
             from kraftwerk.spark.quiet import quiet_session
 
-            with quiet_session(args.master, _spark_log(args, None), dict(args.conf)) as spark:
+            with quiet_session(args.master, spark_log_file(args, None), dict(args.conf)) as spark:
                 outcomes = upconvert_job(spark, dirs, in_place=args.in_place, out_dir=out,
                                          dry_run=args.dry_run, progress=progress)
     elapsed = time.monotonic() - start

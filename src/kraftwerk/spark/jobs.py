@@ -176,7 +176,8 @@ def upconvert_job(spark: SparkSession, log_dirs: Sequence[str], *, in_place: boo
         tasks = max(sc.defaultParallelism, -(-sum(sizes) // TASK_BYTES))
         groups = pack_work(todo, sizes, tasks)
         rdd = sc.parallelize(groups, len(groups)).mapPartitions(convert)
-        rows = _collect_with_progress(spark, rdd, len(todo), progress, poll_seconds, lambda: finished.value)
+        rows = collect_with_progress(spark, rdd.collect, "the up-conversion job", len(todo), progress,
+                                     poll_seconds, lambda: finished.value)
         converted = [SegmentOutcome(t[0], t[1], t[2], t[3], Status(t[4]), *t[5:]) for t in rows]
     if out_dir is not None:
         _check_outputs_landed(converted, items)
@@ -201,19 +202,20 @@ def _check_outputs_landed(outcomes: Sequence[SegmentOutcome], items: Sequence[Wo
                                 "at the same path on the driver and every executor)")
 
 
-def _collect_with_progress(spark: SparkSession, rdd: Any, total: int,
-                           progress: Callable[[int, int], None] | None, poll_seconds: float,
-                           done: Callable[[], int]) -> list[Any]:
-    """``rdd.collect()`` in a helper thread, reporting ``done()`` out of ``total`` while it runs."""
+def collect_with_progress(spark: SparkSession, collect: Callable[[], list[Any]], what: str, total: int,
+                          progress: Callable[[int, int], None] | None, poll_seconds: float,
+                          done: Callable[[], int]) -> list[Any]:
+    """``collect()`` of a job in a helper thread, reporting ``done()`` out of ``total`` while it runs;
+    a failure is one line naming ``what``."""
     sc = spark.sparkContext
-    group = f"kraftwerk-upconvert-{uuid.uuid4().hex}"
+    group = f"kraftwerk-{uuid.uuid4().hex}"
     result: list[Any] = []
     failure: list[BaseException] = []
 
     def run() -> None:
         try:
-            sc.setJobGroup(group, "kraftwerk pipeline upconvert")
-            result.extend(rdd.collect())
+            sc.setJobGroup(group, f"kraftwerk: {what}")
+            result.extend(collect())
         except BaseException as exc:
             failure.append(exc)
 
@@ -224,7 +226,7 @@ def _collect_with_progress(spark: SparkSession, rdd: Any, total: int,
         if progress is not None:
             progress(min(done(), total), total)
     if failure:
-        raise job_failure("the up-conversion job", failure[0]) from failure[0]
+        raise job_failure(what, failure[0]) from failure[0]
     if progress is not None:
         progress(total, total)
     return result

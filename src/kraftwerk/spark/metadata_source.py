@@ -10,7 +10,8 @@ into input partitions of about ``partitionBytes``; tasks decode records through 
 (:func:`kraftwerk.storage.metadata_scan.iter_metadata_rows`) and move Arrow batches.
 
 :func:`feature_history` turns such a DataFrame into the feature-level changes of every node, in
-log order (offset, append time, feature, from, to).
+log order (offset, append time, feature, from, to); :func:`metadata_rows` gives a grouped Python
+function its group's rows back, so such functions run the storage layer's row functions.
 """
 
 from __future__ import annotations
@@ -25,11 +26,10 @@ from kraftwerk.spark.errors import SparkJobError
 from kraftwerk.spark.source import pack_work
 from kraftwerk.storage.errors import StorageError
 from kraftwerk.storage.fileio import local_path
+from kraftwerk.storage.metadata_rows import feature_changes
 from kraftwerk.storage.metadata_scan import (
     DEFAULT_MAX_SPLIT_BYTES,
     METADATA_COLUMNS,
-    SEGMENT,
-    SNAPSHOT,
     MetadataRow,
     MetadataSplit,
     discover_metadata_files,
@@ -137,50 +137,58 @@ def read_metadata(spark: SparkSession, paths: Sequence[str], **options: str) -> 
     return reader.load()
 
 
+def metadata_rows(table: pa.Table) -> list[MetadataRow]:
+    """The rows of an Arrow table of this source's columns (or some of them: the others are None),
+    as the storage layer yields them -- what a grouped Python function hands the row functions."""
+    import pyarrow as pa
+    import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+    n = table.num_rows
+    columns: list[list[Any]] = []
+    for (column, _), name in zip(METADATA_COLUMNS, MetadataRow._fields, strict=True):
+        if name == "append_time_ms" and column in table.column_names:
+            micros = pc.cast(table.column(column), pa.int64()).to_pylist()
+            columns.append([None if us is None else us // 1000 for us in micros])
+        elif column in table.column_names:
+            columns.append(table.column(column).to_pylist())
+        else:
+            columns.append([None] * n)
+    return [MetadataRow(*values) for values in zip(*columns, strict=True)]
+
+
 #: The columns of :func:`feature_history`.
 HISTORY_COLUMNS = ("cluster_id", "node_id", "offset", "append_time", "feature", "from_level", "to_level")
+HISTORY_SCHEMA_DDL = ("cluster_id string, node_id int, offset bigint, append_time timestamp, feature string, "
+                      "from_level int, to_level int")
+
+
+def _history_table(table: pa.Table) -> pa.Table:
+    import pyarrow as pa
+
+    changes = feature_changes(metadata_rows(table))
+    return pa.table({
+        "cluster_id": pa.array([c.cluster_id for c in changes], pa.string()),
+        "node_id": pa.array([c.node_id for c in changes], pa.int32()),
+        "offset": pa.array([c.offset for c in changes], pa.int64()),
+        "append_time": pa.array([None if c.append_time_ms is None else c.append_time_ms * 1000
+                                 for c in changes], pa.timestamp("us", tz="UTC")),
+        "feature": pa.array([c.feature for c in changes], pa.string()),
+        "from_level": pa.array([c.from_level for c in changes], pa.int32()),
+        "to_level": pa.array([c.to_level for c in changes], pa.int32()),
+    })
 
 
 def feature_history(records: DataFrame) -> DataFrame:
-    """Every feature-level change each node's metadata files hold, in log order.
-
-    The changes are the FeatureLevelRecords (and KRaftVersionRecords: kraft.version lives in raft's
-    control records) of the log segments. Where a node's log was cleaned behind a snapshot, the
-    latest snapshot at or below the log's first offset gives the levels before the log (dated at
-    its end offset - 1); the bootstrap snapshot (end offset 0) holds no history. ``from_level`` is
-    the node's previous level of the feature (null for the first one its files record).
-    """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    node = ["cluster_id", "node_id"]
-    segment = F.col("file_kind") == SEGMENT
-    log_start = records.where(segment).groupBy(*node).agg(F.min("batch_offset").alias("log_start"))
-    snapshot_end = F.col("snapshot_end_offset")
-    start_snapshot = (records.where((F.col("file_kind") == SNAPSHOT) & (snapshot_end > 0))
-                      .join(log_start, node, "left")
-                      .where(F.col("log_start").isNull() | (snapshot_end <= F.col("log_start")))
-                      .groupBy(*node).agg(F.max(snapshot_end).alias("start_snapshot")))
-    kraft = F.col("record_type") == "KRaftVersionRecord"
-    fields = F.col("fields")
-    start = F.col("start_snapshot")
-    from_start_snapshot = (F.col("file_kind") == SNAPSHOT) & (snapshot_end == start)
-    events = (records.where(F.col("record_type").isin("FeatureLevelRecord", "KRaftVersionRecord")
-                            & F.col("error").isNull())
-              .join(start_snapshot, node, "left")
-              .where((segment & (start.isNull() | (F.col("offset") >= start))) | from_start_snapshot)
-              .select(*node,
-                      F.when(segment, F.col("offset")).otherwise(snapshot_end - 1).alias("offset"),
-                      "append_time",
-                      F.when(kraft, F.lit("kraft.version"))
-                      .otherwise(F.get_json_object(fields, "$.name")).alias("feature"),
-                      F.when(kraft, F.get_json_object(fields, "$.kRaftVersion"))
-                      .otherwise(F.get_json_object(fields, "$.featureLevel")).cast("int").alias("to_level")))
-    order = Window.partitionBy(*node, "feature").orderBy("offset")
-    return (events.withColumn("from_level", F.lag("to_level").over(order))
-            .select(*HISTORY_COLUMNS)
-            .orderBy(*node, "offset", "feature"))
+    """Every feature-level change each node's metadata files hold, in log order: the rows of each node
+    go through :func:`kraftwerk.storage.metadata_rows.feature_changes` (what ``--no-spark`` runs too).
+    ``from_level`` is the node's previous level of the feature (null for the first one its files
+    record)."""
+    needed = ["cluster_id", "node_id", "file_kind", "snapshot_end_offset", "batch_offset", "offset",
+              "append_time", "record_type", "fields", "error"]
+    return (records.select(*needed).groupBy("cluster_id", "node_id")
+            .applyInArrow(_history_table, HISTORY_SCHEMA_DDL)
+            .orderBy("cluster_id", "node_id", "offset", "feature"))
 
 
 __all__ = ["FORMAT", "HISTORY_COLUMNS", "METADATA_SCHEMA_DDL", "KafkaMetadataDataSource", "feature_history",
-           "read_metadata"]
+           "metadata_rows", "read_metadata"]

@@ -25,7 +25,7 @@ from kraftwerk.errors import KraftwerkError
 from kraftwerk.protocol.control_records import spec_for
 from kraftwerk.protocol.frame import decode_metadata_record
 from kraftwerk.protocol.json_form import to_json
-from kraftwerk.records.batch import BatchScanner, RecordBatch
+from kraftwerk.records.batch import BatchScanner, RecordBatch, TailReason
 from kraftwerk.records.errors import RecordsError
 from kraftwerk.storage.errors import StorageError
 from kraftwerk.storage.metadata_log import (
@@ -43,6 +43,8 @@ SNAPSHOT = "snapshot"
 #: Cut files larger than this at batch boundaries (a metadata log segment is 1 GiB at most in Kafka).
 DEFAULT_MAX_SPLIT_BYTES = 64 * 1024 * 1024
 _BATCH_PREFIX = struct.Struct(">qi")  # base offset, length: every batch format starts with them
+#: how the error of a row for a partial batch at the end of a file (an interrupted append) starts
+TORN_TAIL = f"{TailReason.TRUNCATED.value} bytes at position"
 
 
 class MetadataScanError(StorageError):
@@ -137,7 +139,8 @@ def metadata_files(directory: Path) -> list[MetadataFile]:
 
 def discover_metadata_files(paths: Iterable[str | Path]) -> list[MetadataFile]:
     """Every segment and snapshot under ``paths``: metadata directories, log dirs holding
-    ``__cluster_metadata-0``, or single segment/snapshot files."""
+    ``__cluster_metadata-0``, single segment/snapshot files, or directories above them (a fleet's
+    root: every ``__cluster_metadata-0`` below it, in path order)."""
     out: list[MetadataFile] = []
     for raw in paths:
         path = Path(raw)
@@ -149,7 +152,12 @@ def discover_metadata_files(paths: Iterable[str | Path]) -> list[MetadataFile]:
         elif (path / METADATA_PARTITION_DIR).is_dir():
             out += metadata_files(path / METADATA_PARTITION_DIR)
         elif path.is_dir():
-            out += metadata_files(path)
+            files = metadata_files(path)
+            if not files:
+                for found_dir in sorted(path.rglob(METADATA_PARTITION_DIR)):
+                    if found_dir.is_dir():
+                        files += metadata_files(found_dir)
+            out += files
         else:
             raise MetadataScanError(f"{path} does not exist")
     return out
@@ -225,7 +233,7 @@ def iter_metadata_rows(split: MetadataSplit) -> Iterator[MetadataRow]:
         if tail is not None and tail.position < end:
             yield MetadataRow(file.cluster_id, file.node_id, name, file.kind, snapshot_end, None, None, None,
                               None, None, None, None, None,
-                              f"{tail.reason.name.lower()} bytes at position {tail.position}: {tail.message}")
+                              f"{tail.reason.value} bytes at position {tail.position}: {tail.message}")
 
 
 def scan_metadata(paths: Sequence[str | Path], max_split_bytes: int = DEFAULT_MAX_SPLIT_BYTES
