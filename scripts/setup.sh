@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Set up a development/CI machine: a JDK for PySpark (Debian package, when `java` is missing), the
-# C toolchain and zlib headers for the compiled twins (when missing), and the project with all its
-# extras in .venv at the repo root. Safe to run again: it only reinstalls Python packages when
-# pyproject.toml, setup.py or a Cython source changed.
+# C toolchain and zlib headers for the compiled twins (when missing), Debian's ZooKeeper server (when
+# missing), and the project with all its extras in .venv at the repo root. Safe to run again: it only
+# reinstalls Python packages when pyproject.toml, setup.py or a Cython source changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +23,11 @@ fi
 if ! command -v gcc >/dev/null 2>&1 || [ ! -f /usr/include/zlib.h ]; then
     echo "setup: installing gcc and zlib headers for the compiled twins" >&2
     apt_install gcc zlib1g-dev
+fi
+
+if [ ! -f /usr/share/java/zookeeper.jar ]; then
+    echo "setup: installing ZooKeeper (Debian's zookeeper package) for ZooKeeper-mode clusters and KIP-866" >&2
+    apt_install --no-install-recommends zookeeper
 fi
 
 if ! command -v chromium >/dev/null 2>&1; then

@@ -138,15 +138,18 @@ def test_describe_configs_sources() -> None:
         b,
         32,
         0,
-        {"resources": [{"resourceType": 4, "resourceName": "", "configurationKeys": ["num.partitions"]}]},
+        {"resources": [{"resourceType": 4, "resourceName": "2", "configurationKeys": ["num.partitions"]},
+                       {"resourceType": 4, "resourceName": "", "configurationKeys": None}]},
     )
     assert [c["name"] for c in v0["results"][0]["configs"]] == ["num.partitions"]
+    # the cluster default "" lists only what is set there (Kafka's ConfigHelper)
+    assert [c["name"] for c in v0["results"][1]["configs"]] == ["min.insync.replicas"]
 
 
 def test_api_versions_and_forward() -> None:
     _log, _ctl, b = running_cluster(MV.IBP_4_0_IV3)
     resp = ask(b, 18, 4, {})
-    assert {k["apiKey"] for k in resp["apiKeys"]} == {3, 18, 32, 57, 60}
+    assert {k["apiKey"] for k in resp["apiKeys"]} == {3, 18, 19, 20, 32, 33, 37, 44, 50, 51, 57, 60, 75}
     assert {f["name"]: f["maxVersionLevel"] for f in resp["finalizedFeatures"]} == {"metadata.version": 25}
     body = {"timeoutMs": 1, "featureUpdates": [], "validateOnly": True}
     reply = b.handle_request(57, 1, body, 0)

@@ -172,7 +172,16 @@ KINDS: dict[Any, Kind] = {
     kinds.feature_level: Kind(const("group.version=1"), (),
                               (const("noequals"), const("group.version=abc"))),
     kinds.feature_name: Kind(const("group.version"), (const(""), const("bad name!"))),
+    kinds.scram_credential: Kind(const("SCRAM-SHA-256=[name=a,password=b]"), (),
+                                 (const("garbage"), const("SCRAM-SHA-1=[name=a,password=b]"))),
+    kinds.scram_mechanism_config: Kind(const("SCRAM-SHA-256=[password=x]"), (), (
+        const("garbage"), const("SCRAM-SHA-256=[iterations=abc,password=x]"))),
+    kinds.user_name: Kind(const("alice"), (const(""),)),
     kinds.bootstrap_servers: Kind(lambda env: env.refused, (const("nohostport"), const("host:notaport"))),
+    kinds.zookeeper_connect: Kind(lambda env: env.refused,
+                                  (const("nohostport"), const("host:notaport"),
+                                   const("127.0.0.1:2181/chroot/")),
+                                  (lambda env: env.refused,)),
     kinds.initial_controllers: Kind(const("1@127.0.0.1:9093:AAAAAAAAAAAAAAAAAAAAAA"), (),
                                     (const("garbage"), const("1@host:notaport:x"))),
     kinds.key_value: Kind(const("a=b"), (const("novalue"),)),
@@ -181,6 +190,11 @@ KINDS: dict[Any, Kind] = {
     kinds.hex_bytes: Kind(const(""), (const("zz"),), (const("ffff"),)),
     kinds.json_value: Kind(const("{}"), (const("{oops"),), (const("[]"), const('{"apiKeys": 7}'))),
     kinds.log_level: Kind(const("INFO"), (const("bogus"),)),
+    kinds.topic_name: Kind(const("orders"), (const(""), const("a b"), const("x" * 250))),
+    kinds.entity_name: Kind(const("orders"), (), (const("a b"),)),
+    kinds.config_pairs: Kind(const("retention.ms=1000"), (const("noequals"), const("bad key!=1"))),
+    kinds.config_keys: Kind(const("retention.ms"), (const(","), const("bad key!"))),
+    kinds.replica_assignment: Kind(const("1:2,2:3"), (const("a:b"), const("1:1"), const("1:2,3"))),
 }
 
 WRONG_CHOICE = const("no-such-choice")

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import io
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 from kraftwerk.cli.main import main as cli_main
+from kraftwerk.runtime.admin_client import AdminClient
 from kraftwerk.runtime.local_cluster import LocalCluster
 
 
@@ -29,3 +32,19 @@ def cluster_up(root: Path, *up_args: str) -> Iterator[LocalCluster]:
         yield LocalCluster.load(root)
     finally:
         cli("cluster", "down", "--dir", str(root))
+
+
+def wait_topic_on_brokers(cluster: LocalCluster, topic: str, timeout_s: float = 30.0) -> None:
+    """Until every broker's metadata has ``topic`` (a created topic reaches each broker when it
+    replays the controller's records, a moment after CreateTopics answers, as in Kafka)."""
+    deadline = time.monotonic() + timeout_s
+    for broker in cluster.brokers:
+        with AdminClient(broker.address) as admin:
+            while True:
+                body = {"topics": [{"name": topic, "topicId": uuid.UUID(int=0)}],
+                        "allowAutoTopicCreation": False, "includeTopicAuthorizedOperations": False}
+                [found] = admin.call(3, body)["topics"]
+                if found["errorCode"] == 0:
+                    break
+                assert time.monotonic() < deadline, f"broker {broker.node_id} does not know topic {topic}"
+                time.sleep(0.1)

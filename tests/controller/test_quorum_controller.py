@@ -356,7 +356,7 @@ def test_api_versions_features() -> None:
     v3 = call(log, ctl, 18, 3, {})  # type: ignore[arg-type]
     assert [f["name"] for f in v3["supportedFeatures"]] == ["metadata.version"]  # alterFeatureLevel0
     v0 = call(log, ctl, 18, 0, {})  # type: ignore[arg-type]
-    assert any(k["apiKey"] == 57 and k["maxVersion"] == 2 for k in v0["apiKeys"])
+    assert any(k["apiKey"] == 57 and k["maxVersion"] == 3 for k in v0["apiKeys"])  # v3: KIP-920
 
 
 def test_describe_cluster_controller_listener() -> None:
@@ -567,7 +567,7 @@ def test_bodies_encode_at_every_version() -> None:
     _log, ctl = started(MV.IBP_4_3_IV0)
     for v in range(0, 5):
         body = roundtrip(18, v, ctl.handle_request(18, v, {}, 0).body)  # type: ignore[attr-defined]
-        assert body["errorCode"] == 0 and {"apiKey": 57, "minVersion": 0, "maxVersion": 2} in body["apiKeys"]
+        assert body["errorCode"] == 0 and {"apiKey": 57, "minVersion": 0, "maxVersion": 3} in body["apiKeys"]
         if v >= 3:  # the feature fields exist from v3
             mv = {"name": "metadata.version", "minVersion": 7, "maxVersion": 30}
             assert mv in body["supportedFeatures"]

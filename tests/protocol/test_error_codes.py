@@ -10,7 +10,7 @@ from kraftwerk.protocol.error_codes import Errors, all_errors, by_name, lookup
 def test_codes_are_unique_and_contiguous() -> None:
     codes = [e.code for e in Errors]
     assert len(codes) == len(set(codes))
-    assert sorted(codes) == list(range(-1, 134))
+    assert sorted(codes) == list(range(-1, 135))  # Kafka 4.3's -1..133, then kraftwerk's KIP-920 code
     assert [e.code for e in all_errors()] == sorted(codes)
 
 
@@ -38,6 +38,7 @@ def test_codes_are_unique_and_contiguous() -> None:
     ("SHARE_SESSION_NOT_FOUND", 122, True),
     ("VOTER_NOT_FOUND", 127, False),
     ("SHARE_SESSION_LIMIT_REACHED", 133, True),
+    ("MANUAL_METADATA_VERSION_MANAGEMENT_DISABLED", 134, False),
 ])
 def test_spot_checks(name: str, code: int, retriable: bool) -> None:
     e = by_name(name)

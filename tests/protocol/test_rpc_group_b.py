@@ -35,7 +35,7 @@ EXPECTED_VERSIONS = {
     "Metadata": (3, 0, 13), "CreateTopics": (19, 0, 7), "DeleteTopics": (20, 0, 6),
     "Vote": (52, 0, 2), "BeginQuorumEpoch": (53, 0, 1), "EndQuorumEpoch": (54, 0, 1),
     "DescribeQuorum": (55, 0, 2), "FetchSnapshot": (59, 0, 1), "AddRaftVoter": (80, 0, 1),
-    "RemoveRaftVoter": (81, 0, 0),
+    "RemoveRaftVoter": (81, 0, 0), "CreatePartitions": (37, 0, 3), "DescribeTopicPartitions": (75, 0, 0),
 }
 
 
@@ -309,7 +309,9 @@ def _check_shape(fields: tuple[Field, ...], version: int, cls: type[Any], flexib
             assert f.is_array and f.default_value() == list(k.default_factory()), where
         if k.default is dataclasses.MISSING:
             continue  # kio requires it: Kafka declares no default beyond the type's zero
-        if f.is_array:
+        if k.default is None and (f.is_array or f.is_struct):  # a nullable field whose default is null
+            assert f.default_value() is None, where
+        elif f.is_array:
             assert f.default_value() == list(k.default), where
         elif f.is_struct:
             expected = _present(f.fields, version, f.default_value())

@@ -21,7 +21,7 @@ DRIVER_MODULES = {"kraftwerk.spark.bundle", "kraftwerk.spark.jobs", "kraftwerk.s
 #: the layers executor-side code may reach (data sources and per-partition functions are thin
 #: adapters over these)
 EXECUTOR_LAYERS = ("kraftwerk.protocol", "kraftwerk.versions", "kraftwerk.config", "kraftwerk.records",
-                   "kraftwerk.storage", "kraftwerk.image", "kraftwerk.spark",
+                   "kraftwerk.storage", "kraftwerk.image", "kraftwerk.migration", "kraftwerk.spark",
                    # the readiness rows apply the controller's own feature checks (sans-I/O cores)
                    "kraftwerk.readiness", "kraftwerk.controller")
 
@@ -47,7 +47,7 @@ def test_bundle_holds_the_package_and_its_compiled_dependencies(tmp_path: Path) 
         assert f"{dist.metadata['Name'].replace('-', '_')}-{dist.version}.dist-info/METADATA" in deps
     assert {"numpy", "cramjam", "crc32c", "zlib_ng"} <= tops
     assert any(n.startswith("numpy/_core/_multiarray_umath") and n.endswith(".so") for n in deps)
-    assert not {"pyspark", "pyarrow", "py4j", "rich", "kraftwerk"} & tops
+    assert not {"pyspark", "pyarrow", "py4j", "rich", "kazoo", "kraftwerk"} & tops
     assert not [n for n in deps if "/tests/" in n or "__pycache__" in n or n.startswith("..")]
     assert b.deps_dir == b.deps.stem
 

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from kraftwerk.backoff import ExponentialBackoff
-from kraftwerk.config import ConfigSource, is_sensitive, static_configs_to_report
+from kraftwerk.broker.admin import alter_broker_loggers, describe_topic_partitions_body, logger_levels
+from kraftwerk.config import ConfigResourceType, static_configs_to_report
 from kraftwerk.controller import features as fc
 from kraftwerk.controller.common import (
     api_versions_body,
@@ -31,6 +32,7 @@ from kraftwerk.controller.common import (
     finalized_levels,
     shape_response,
 )
+from kraftwerk.controller.configs import describe_configs
 from kraftwerk.controller.effects import (
     Body,
     CloseClientConnections,
@@ -40,8 +42,9 @@ from kraftwerk.controller.effects import (
     Respond,
 )
 from kraftwerk.controller.responses import describe_cluster_brokers, pick_listener
+from kraftwerk.controller.scram_control import describe_scram
 from kraftwerk.image.errors import FatalFaultError
-from kraftwerk.image.model import ConfigResource, ConfigResourceType, Endpoint, MetadataImage
+from kraftwerk.image.model import Endpoint, MetadataImage
 from kraftwerk.image.replay import ImageReplayer
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.api_keys import ApiKey
@@ -68,33 +71,6 @@ class BrokerState(enum.Enum):
     RUNNING = 3
     PENDING_CONTROLLED_SHUTDOWN = 6
     SHUTTING_DOWN = 7
-
-
-DEFAULT_BROKER_CONFIGS: Mapping[str, str] = {
-    "auto.create.topics.enable": "true",
-    "compression.type": "producer",
-    "default.replication.factor": "1",
-    "log.cleanup.policy": "delete",
-    "log.retention.bytes": "-1",
-    "log.retention.hours": "168",
-    "log.segment.bytes": "1073741824",
-    "message.max.bytes": "1048588",
-    "min.insync.replicas": "1",
-    "num.partitions": "1",
-    "unclean.leader.election.enable": "false",
-}
-"""A few of Kafka's broker defaults (what DescribeConfigs reports as DEFAULT_CONFIG)."""
-
-TOPIC_DEFAULTS_FROM_BROKER: Mapping[str, str] = {
-    "cleanup.policy": "log.cleanup.policy",
-    "compression.type": "compression.type",
-    "max.message.bytes": "message.max.bytes",
-    "min.insync.replicas": "min.insync.replicas",
-    "retention.bytes": "log.retention.bytes",
-    "segment.bytes": "log.segment.bytes",
-    "unclean.leader.election.enable": "unclean.leader.election.enable",
-}
-"""Topic config → the broker config that supplies its default (Kafka's synonyms)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +119,6 @@ class BrokerNode:
         max_backoff_ms: int = 10_000,
         request_timeout_ms: int = 30_000,
         static_configs: Mapping[str, str] | None = None,
-        default_configs: Mapping[str, str] | None = None,
         snapshot_on_version_change: bool = True,
         api_versions: Mapping[int, tuple[int, int]] | None = None,
     ) -> None:
@@ -161,7 +136,6 @@ class BrokerNode:
         self.max_backoff_ms = max_backoff_ms
         self.request_timeout_ms = request_timeout_ms
         self.static_configs = dict(static_configs or {})
-        self.default_configs = {**DEFAULT_BROKER_CONFIGS, **(default_configs or {})}
         self._api_ranges = (
             dict(api_versions) if api_versions is not None else declared_api_ranges(BROKER_API_KEYS)
         )
@@ -514,6 +488,9 @@ class BrokerNode:
         """Sent on to the active controller in an Envelope (KIP-590)."""
         return Forward(request.api_key, request.version, dict(request.body))
 
+    def describe_user_scram_credentials(self, request: Request) -> Respond:
+        return Respond(describe_scram(self.image, request.body))
+
     def api_versions(self, request: Request) -> Respond:
         levels, epoch = finalized_levels(self.image, self.kraft_version), self.image.features_epoch
         return Respond(api_versions_body(request.version, self._api_ranges, self.software, levels, epoch))
@@ -525,7 +502,21 @@ class BrokerNode:
         return Respond(self.describe_cluster_body(request.version, request.body, request.listener_name))
 
     def describe_configs(self, request: Request) -> Respond:
-        return Respond(self.describe_configs_body(request.version, request.body))
+        """From the config catalogue, this broker's ``server.properties`` and the image."""
+        return Respond(describe_configs(self.image, self.node_id, self.static_configs, request.version,
+                                        request.body, logger_levels()))
+
+    def describe_topic_partitions(self, request: Request) -> Respond:
+        alive = set(self._alive_broker_ids())
+        return Respond(describe_topic_partitions_body(self.image, request.body, alive))
+
+    def alter_configs(self, request: Request) -> Respond | Forward:
+        """BROKER_LOGGER resources alone are this broker's own (live log levels, never persisted);
+        anything else is the controller's."""
+        if _only_broker_loggers(request.body):
+            incremental = request.api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS
+            return Respond(alter_broker_loggers(self.node_id, request.body, incremental=incremental))
+        return self.forward(request)
 
     def _alive_broker_ids(self) -> list[int]:
         return [b.id for b in self.image.cluster.brokers.values() if not b.fenced]
@@ -639,118 +630,6 @@ class BrokerNode:
             name,
         )
 
-    # ------------------------------------------------------------------ DescribeConfigs
-
-    def describe_configs_body(self, version: int, body: Mapping[str, Any]) -> Body:
-        results = []
-        for res in body.get("resources") or ():
-            rtype, rname = res["resourceType"], res["resourceName"]
-            keys = res.get("configurationKeys")
-            try:
-                entries = self._config_entries(rtype, rname)
-            except _ConfigError as err:
-                results.append(
-                    {
-                        "errorCode": err.error.code,
-                        "errorMessage": err.message,
-                        "resourceType": rtype,
-                        "resourceName": rname,
-                        "configs": [],
-                    }
-                )
-                continue
-            configs = []
-            for cname, (value, source, synonyms) in sorted(entries.items()):
-                if keys is not None and cname not in keys:
-                    continue
-                sensitive = is_sensitive(rtype, cname)
-                entry = {
-                    "name": cname,
-                    "value": None if sensitive else value,
-                    "readOnly": rtype == ConfigResourceType.BROKER
-                    and source is not ConfigSource.DYNAMIC_BROKER_CONFIG,
-                    "isDefault": source is ConfigSource.DEFAULT_CONFIG,
-                    "configSource": int(source),
-                    "isSensitive": sensitive,
-                    "synonyms": [
-                        {"name": n, "value": None if sensitive else v, "source": int(s)}
-                        for n, v, s in synonyms
-                    ]
-                    if body.get("includeSynonyms")
-                    else [],
-                    "configType": 0,
-                    "documentation": None,
-                }
-                configs.append(entry)
-            results.append(
-                {
-                    "errorCode": 0,
-                    "errorMessage": None,
-                    "resourceType": rtype,
-                    "resourceName": rname,
-                    "configs": configs,
-                }
-            )
-        return {"throttleTimeMs": 0, "results": results}
-
-    def _config_entries(self, rtype: int, rname: str) -> dict[str, tuple[str, ConfigSource, list[Any]]]:
-        image = self.image
-        default_dyn = image.configs.get(ConfigResource(ConfigResourceType.BROKER, ""), {})
-        if rtype == ConfigResourceType.BROKER:
-            if rname not in ("", str(self.node_id)):
-                raise _ConfigError(
-                    Errors.INVALID_REQUEST,
-                    f"Unexpected broker id, expected {self.node_id} or empty string, but received {rname}",
-                )
-            layers: list[tuple[Mapping[str, str], ConfigSource]] = []
-            if rname:
-                layers.append(
-                    (
-                        image.configs.get(ConfigResource(ConfigResourceType.BROKER, rname), {}),
-                        ConfigSource.DYNAMIC_BROKER_CONFIG,
-                    )
-                )
-            layers += [
-                (default_dyn, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
-                (self.static_configs, ConfigSource.STATIC_BROKER_CONFIG),
-                (self.default_configs, ConfigSource.DEFAULT_CONFIG),
-            ]
-            out: dict[str, tuple[str, ConfigSource, list[Any]]] = {}
-            names = sorted({n for layer, _ in layers for n in layer})
-            for n in names:
-                syn = [(n, layer[n], src) for layer, src in layers if n in layer]
-                out[n] = (syn[0][1], syn[0][2], syn)
-            return out
-        if rtype == ConfigResourceType.TOPIC:
-            if rname not in image.topics.by_name:
-                raise _ConfigError(
-                    Errors.UNKNOWN_TOPIC_OR_PARTITION, "The topic '" + rname + "' does not exist."
-                )
-            topic_cfg = image.configs.get(ConfigResource(ConfigResourceType.TOPIC, rname), {})
-            out = {}
-            for tname, bname in TOPIC_DEFAULTS_FROM_BROKER.items():
-                tsyn: list[Any] = []
-                if tname in topic_cfg:
-                    tsyn.append((tname, topic_cfg[tname], ConfigSource.DYNAMIC_TOPIC_CONFIG))
-                for layer, src in (
-                    (default_dyn, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
-                    (self.static_configs, ConfigSource.STATIC_BROKER_CONFIG),
-                    (self.default_configs, ConfigSource.DEFAULT_CONFIG),
-                ):
-                    if bname in layer:
-                        tsyn.append((bname, layer[bname], src))
-                if tsyn:
-                    out[tname] = (tsyn[0][1], tsyn[0][2], tsyn)
-            for tname, value in topic_cfg.items():
-                if tname not in out:
-                    out[tname] = (
-                        value,
-                        ConfigSource.DYNAMIC_TOPIC_CONFIG,
-                        [(tname, value, ConfigSource.DYNAMIC_TOPIC_CONFIG)],
-                    )
-            return out
-        raise _ConfigError(Errors.INVALID_REQUEST, f"Unsupported resource type {rtype}")
-
 
 ROUTES: Mapping[int, Callable[[BrokerNode, Request], Respond | Forward]] = {
     ApiKey.METADATA: BrokerNode.metadata,
@@ -758,15 +637,23 @@ ROUTES: Mapping[int, Callable[[BrokerNode, Request], Respond | Forward]] = {
     ApiKey.DESCRIBE_CONFIGS: BrokerNode.describe_configs,
     ApiKey.UPDATE_FEATURES: BrokerNode.forward,
     ApiKey.DESCRIBE_CLUSTER: BrokerNode.describe_cluster,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: BrokerNode.describe_topic_partitions,
+    ApiKey.CREATE_TOPICS: BrokerNode.forward,
+    ApiKey.DELETE_TOPICS: BrokerNode.forward,
+    ApiKey.CREATE_PARTITIONS: BrokerNode.forward,
+    ApiKey.ALTER_CONFIGS: BrokerNode.alter_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: BrokerNode.alter_configs,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: BrokerNode.forward,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: BrokerNode.describe_user_scram_credentials,
 }
 """Api key → handler: adding a broker RPC is one handler method and one line here."""
 
 BROKER_API_KEYS = tuple(ROUTES)
-"""What :meth:`BrokerNode.handle_request` answers (UpdateFeatures by forwarding)."""
+"""What :meth:`BrokerNode.handle_request` answers (UpdateFeatures and the topic and config writes by
+forwarding)."""
 
 
-class _ConfigError(Exception):
-    def __init__(self, error: Errors, message: str) -> None:
-        super().__init__(message)
-        self.error = error
-        self.message = message
+def _only_broker_loggers(body: Mapping[str, Any]) -> bool:
+    """Whether a config change names BROKER_LOGGER resources only."""
+    resources = body.get("resources") or ()
+    return bool(resources) and all(r["resourceType"] == ConfigResourceType.BROKER_LOGGER for r in resources)

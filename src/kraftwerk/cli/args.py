@@ -222,6 +222,24 @@ def feature_name(text: str) -> str:
     return name
 
 
+def scram_credential(text: str) -> str:
+    """``--add-scram MECHANISM=[name=...,password=...]``: format parses it with Kafka's
+    ScramParser texts (never echoing a password)."""
+    return text
+
+
+def scram_mechanism_config(text: str) -> str:
+    """``scram alter --add MECHANISM=[iterations=N,password=P]``, parsed by the command."""
+    return text
+
+
+def user_name(text: str) -> str:
+    """A SCRAM user name: anything but empty."""
+    if not text:
+        raise argparse.ArgumentTypeError("A user name can not be empty.")
+    return text
+
+
 def bootstrap_servers(text: str) -> str:
     """``host:port,...`` as Kafka's ``ClientUtils.parseAndValidateAddresses`` checks it."""
     from kraftwerk.runtime.admin_client import parse_bootstrap
@@ -230,6 +248,17 @@ def bootstrap_servers(text: str) -> str:
         parse_bootstrap(text)
     except KraftwerkError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def zookeeper_connect(text: str) -> str:
+    """``host:port[,host:port...][/chroot]``, as Kafka's ``zookeeper.connect``."""
+    from kraftwerk.migration.reader import parse_connect
+
+    try:
+        parse_connect(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"Invalid ZooKeeper connect string {text!r}: {exc}") from None
     return text
 
 
@@ -287,3 +316,83 @@ def log_level(text: str) -> str:
         names = ", ".join(n for n in logging.getLevelNamesMapping() if n not in ("WARN", "FATAL", "NOTSET"))
         raise argparse.ArgumentTypeError(f"unknown log level {text!r} (choose from {names})")
     return level
+
+
+# --------------------------------------------------------------------------------- topics and configs
+
+_CONFIG_KEY = re.compile(r"[a-zA-Z0-9._-]*")
+
+
+def topic_name(text: str) -> str:
+    """A topic name as Kafka's ``Topic.validate`` accepts it (``--topic``)."""
+    from kraftwerk.controller.topics import topic_name_error
+
+    error = topic_name_error(text)
+    if error is not None:
+        raise argparse.ArgumentTypeError(error)
+    return text
+
+
+def entity_name(text: str) -> str:
+    """``--entity-name``: a topic name or a node id; which one the entity type says, so the
+    command checks it (with kafka-configs' texts)."""
+    return text
+
+
+def config_pairs(text: str) -> dict[str, str]:
+    """``--add-config 'k1=v1,k2=[a,b]'`` as kafka-configs splits it: commas outside ``[...]``
+    separate the pairs, brackets are dropped, spaces around ``=`` are trimmed, ``k=`` is allowed."""
+    pairs: list[str] = []
+    depth, current = 0, ""
+    for ch in text:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth = max(0, depth - 1)
+        if ch == "," and depth == 0:
+            pairs.append(current)
+            current = ""
+        else:
+            current += ch
+    pairs.append(current)
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key or not _CONFIG_KEY.fullmatch(key):
+            raise argparse.ArgumentTypeError('Invalid entity config: all configs to be added must be in the '
+                                             'format "key=val".')
+        value = value.strip()
+        if value.startswith("[") and value.endswith("]"):
+            value = value[1:-1]
+        out[key] = value
+    return out
+
+
+def config_keys(text: str) -> list[str]:
+    """``--delete-config k1,k2``: config names."""
+    keys = [k.strip() for k in text.split(",")]
+    if any(not k or not _CONFIG_KEY.fullmatch(k) for k in keys):
+        raise argparse.ArgumentTypeError(f"Invalid config name(s): {text!r}")
+    return keys
+
+
+def replica_assignment(text: str) -> list[list[int]]:
+    """``--replica-assignment 1:2,2:3``: per partition, its broker ids (the first the preferred
+    leader); every partition lists as many as the first."""
+    partitions = []
+    for part in text.split(","):
+        try:
+            ids = [int(b.strip()) for b in part.split(":")]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"Invalid replica assignment {text!r}: expected broker ids as "
+                                             "1:2,2:3") from None
+        if len(set(ids)) != len(ids):
+            raise argparse.ArgumentTypeError(f"Partition replica lists may not contain duplicate entries: "
+                                             f"{part.strip()}")
+        partitions.append(ids)
+    for index, replicas in enumerate(partitions):
+        if len(replicas) != len(partitions[0]):
+            raise argparse.ArgumentTypeError(f"Partition {index} has different replication factor: "
+                                             f"{replicas}")
+    return partitions

@@ -21,12 +21,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kraftwerk.cli.args import (
     directory_id,
     input_dir,
+    key_value,
     node_software_version,
     non_negative_float,
     non_negative_int,
@@ -40,7 +42,7 @@ from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.protocol.json_form import uuid_to_str
 
 if TYPE_CHECKING:
-    from kraftwerk.runtime.local_cluster import LocalCluster
+    from kraftwerk.runtime.local_cluster import LocalCluster, LocalNode
 
 
 def register(groups: Any) -> None:
@@ -61,6 +63,9 @@ def register(groups: Any) -> None:
                          "default: this software)")
     up.add_argument("--node-software-version", action="append", type=node_software_version, default=[],
                     metavar="ID=VERSION", help="run node ID on another software version (repeatable)")
+    up.add_argument("--config", type=key_value, action="append", default=[], metavar="KEY=VALUE",
+                    help="a server.properties setting for every node started (repeatable; kept for later "
+                         "restarts)")
     up.add_argument("--timeout", type=positive_float, default=60.0,
                     help="seconds to wait for readiness (default 60)")
     add_output_flag(up)
@@ -71,9 +76,11 @@ def register(groups: Any) -> None:
                     "kraftwerk.software.version set to --software-version: standby controllers first, then "
                     "the active controller, then brokers, or the --node ids in the order given.")
     roll.add_argument("--dir", required=True, type=input_dir)
-    roll.add_argument("--software-version", required=True, type=software_version,
+    roll.add_argument("--software-version", type=software_version,
                       help="the Kafka release the restarted nodes' software acts as "
-                           "('latest': this software)")
+                           "('latest': this software; default: each node keeps its own)")
+    roll.add_argument("--config", type=key_value, action="append", default=[], metavar="KEY=VALUE",
+                      help="a server.properties setting for the restarted nodes (repeatable)")
     roll.add_argument("--node", type=non_negative_int, action="append", default=[], metavar="ID",
                       help="restart only this node (repeatable; default: every node)")
     roll.add_argument("--timeout", type=positive_float, default=60.0,
@@ -127,6 +134,7 @@ def _up(args: argparse.Namespace) -> int:
     if (root / STATE_FILE).exists():
         cluster = LocalCluster.load(root)
         _check_restart_flags(args, cluster)
+        apply_configs(cluster, cluster.nodes, dict(args.config))
         restarted = True
     else:
         if args.release_version is not None:  # refused before anything is written, as format would
@@ -138,6 +146,7 @@ def _up(args: argparse.Namespace) -> int:
                                software_version=software, static_quorum=args.static_quorum)
         for node_id, version in args.node_software_version:
             cluster.node(node_id).software_version = None if version == "latest" else version
+        apply_configs(cluster, cluster.nodes, dict(args.config))
         root.mkdir(parents=True, exist_ok=True)
         format_cluster(cluster, args.release_version)
         cluster.save()
@@ -167,6 +176,21 @@ def _up(args: argparse.Namespace) -> int:
     print(f"Controllers: {cluster.bootstrap_controllers}")
     print(cluster.bootstrap_servers or cluster.bootstrap_controllers)
     return 0
+
+
+def apply_configs(cluster: LocalCluster, nodes: Sequence[LocalNode], configs: Mapping[str, str]) -> None:
+    """Set ``--config`` values in the nodes' ``server.properties`` overrides (kept in the cluster
+    state), after checking each node's resulting config as the node itself would: a value its
+    config refuses fails here, before any node is touched."""
+    from kraftwerk.config import parse_broker_config
+
+    if not configs:
+        return
+    for node in nodes:
+        props = {**cluster.properties(node), **configs}
+        parse_broker_config(props)
+    for node in nodes:
+        node.extra.update(configs)
 
 
 def _check_restart_flags(args: argparse.Namespace, cluster: LocalCluster) -> None:
@@ -226,20 +250,23 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _roll(args: argparse.Namespace) -> int:
-    from kraftwerk.runtime.local_cluster import LocalCluster, LocalNode
+    from kraftwerk.runtime.local_cluster import LocalCluster
 
     software = None if args.software_version == "latest" else args.software_version
     cluster = LocalCluster.load(args.dir)
+    apply_configs(cluster, cluster.roll_order(args.node), dict(args.config))
     restarted: list[dict[str, Any]] = []
 
     def report(node: LocalNode, seconds: float) -> None:
-        restarted.append({"nodeId": node.node_id, "roles": node.roles,
-                          "softwareVersion": args.software_version, "seconds": round(seconds, 3)})
+        version = node.software_version or "latest"
+        restarted.append({"nodeId": node.node_id, "roles": node.roles, "softwareVersion": version,
+                          "seconds": round(seconds, 3)})
         if args.output != "json":
-            print(f"Restarted node {node.node_id} ({node.roles}) on software {args.software_version} "
-                  f"in {seconds:.1f}s", flush=True)
+            print(f"Restarted node {node.node_id} ({node.roles}) on software {version} in {seconds:.1f}s",
+                  flush=True)
 
-    cluster.roll(software, args.node, timeout_s=args.timeout, grace_s=args.grace, on_restart=report)
+    cluster.roll(software, args.node, timeout_s=args.timeout, grace_s=args.grace, on_restart=report,
+                 keep_software=args.software_version is None)
     if args.output == "json":
         print_json({"restarted": restarted})
     return 0

@@ -65,12 +65,12 @@ def register(groups: Any) -> None:
     parser = groups.add_parser(
         "features", help="manage feature flags (kafka-features)",
         description="This tool manages feature flags in Kafka.")
-    _add_connection_flags(parser, argparse.SUPPRESS)
+    add_connection_flags(parser, argparse.SUPPRESS)
     commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
 
     describe = commands.add_parser("describe", help="Describes the current active feature flags.")
     describe.add_argument("--node-id", type=non_negative_int, help="Send request to specific node.")
-    _add_connection_flags(describe, argparse.SUPPRESS)
+    add_connection_flags(describe, argparse.SUPPRESS)
     add_output_flag(describe)
     describe.set_defaults(func=_describe)
 
@@ -89,7 +89,7 @@ def register(groups: Any) -> None:
             sub.add_argument("--unsafe", action="store_true",
                              help="Perform this downgrade even if it may irreversibly destroy metadata.")
         sub.add_argument("--dry-run", action="store_true", help=f"Validate this {op}, but do not perform it.")
-        _add_connection_flags(sub, argparse.SUPPRESS)
+        add_connection_flags(sub, argparse.SUPPRESS)
         add_output_flag(sub)
         sub.set_defaults(func=_update, op=op)
 
@@ -101,7 +101,7 @@ def register(groups: Any) -> None:
                          help="Disable this feature flag even if it may irreversibly destroy metadata.")
     disable.add_argument("--dry-run", action="store_true",
                          help="Perform a dry-run of this disable operation.")
-    _add_connection_flags(disable, argparse.SUPPRESS)
+    add_connection_flags(disable, argparse.SUPPRESS)
     add_output_flag(disable)
     disable.set_defaults(func=_update, op="disable")
 
@@ -110,7 +110,7 @@ def register(groups: Any) -> None:
     mapping.add_argument("--release-version", type=release_version,
                          help=f"The release version to use for the corresponding feature mapping. The "
                               f"minimum is {mvs.MINIMUM_VERSION}; the default is {mvs.LATEST_PRODUCTION}")
-    _add_connection_flags(mapping, argparse.SUPPRESS)
+    add_connection_flags(mapping, argparse.SUPPRESS)
     add_output_flag(mapping)
     mapping.set_defaults(func=_version_mapping)
 
@@ -118,12 +118,12 @@ def register(groups: Any) -> None:
                                help="Look up dependencies for a given feature version.")
     deps.add_argument("--feature", action="append", required=True, type=feature_level,
                       help="The feature and version to look up dependencies for, in feature=version format.")
-    _add_connection_flags(deps, argparse.SUPPRESS)
+    add_connection_flags(deps, argparse.SUPPRESS)
     add_output_flag(deps)
     deps.set_defaults(func=_feature_dependencies)
 
 
-def _add_connection_flags(parser: argparse.ArgumentParser, default: Any) -> None:
+def add_connection_flags(parser: argparse.ArgumentParser, default: Any) -> None:
     """The global flags; accepted before the command (Kafka's place) and after it."""
     parser.add_argument("--bootstrap-server", type=bootstrap_servers, default=default,
                         help="A comma-separated list of host:port pairs to use for establishing the "
@@ -261,6 +261,59 @@ def describe_json(metadata: FeatureMetadata) -> list[dict[str, Any]]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class AutoManagement:
+    """KIP-920 as a node reports it: whether metadata.version is managed automatically, toward
+    which target, and which node's configuration says so."""
+
+    enabled: bool
+    target: str | None
+    interval_ms: int | None
+    node: str
+
+    def line(self) -> str:
+        target = self.target or "(no static metadata.version set)"
+        return (f"metadata.version is managed automatically: upgraded toward {target} every "
+                f"{self.interval_ms} ms (auto.upgrade.metadata.version=true on {self.node}); manual "
+                "metadata.version changes are refused.")
+
+    def as_json(self) -> dict[str, Any]:
+        return {"enabled": self.enabled, "target": self.target, "intervalMs": self.interval_ms,
+                "node": self.node}
+
+
+AUTO_UPGRADE_KEYS = ("auto.upgrade.metadata.version", "auto.upgrade.metadata.version.interval.ms",
+                     "metadata.version")
+
+
+def auto_management(client: AdminClient, settings: ClientSettings) -> AutoManagement | None:
+    """The KIP-920 settings of the active controller (``--bootstrap-controller``) or, through
+    brokers, of the broker asked (its dynamic and static configs); None if it cannot tell."""
+    try:
+        cluster = client.describe_cluster()
+        if settings.controllers:
+            node_id, node = cluster.controller_id, f"the active controller {cluster.controller_id}"
+        else:
+            conn = client.any_node()
+            asked = [n.node_id for n in cluster.nodes if (n.host, n.port) == (conn.host, conn.port)]
+            if not asked:
+                return None
+            node_id, node = asked[0], f"broker {asked[0]}"
+        body = {"resources": [{"resourceType": 4, "resourceName": str(node_id),
+                               "configurationKeys": list(AUTO_UPGRADE_KEYS)}],
+                "includeSynonyms": False, "includeDocumentation": False}
+        [result] = client.call(32, body, node_id=node_id)["results"]
+    except AdminClientError:
+        return None
+    if result["errorCode"] != 0:
+        return None
+    values = {c["name"]: c["value"] for c in result["configs"]}
+    interval = values.get("auto.upgrade.metadata.version.interval.ms")
+    enabled = values.get("auto.upgrade.metadata.version") == "true"
+    return AutoManagement(enabled, values.get("metadata.version"),
+                          int(interval) if interval and interval.isdigit() else None, node)
+
+
 def _describe(args: argparse.Namespace) -> int:
     settings = client_settings(args)
     with open_client(settings) as client:
@@ -268,11 +321,18 @@ def _describe(args: argparse.Namespace) -> int:
             metadata = client.describe_features(args.node_id)
         except AdminClientError as exc:
             raise FeatureCommandError(str(exc)) from None
+        auto = auto_management(client, settings)
     if args.output == "json":
-        print_json(describe_json(metadata))
+        described = describe_json(metadata)
+        for item in described:
+            if item["feature"] == mvs.FEATURE_NAME and auto is not None:
+                item["autoUpgrade"] = auto.as_json()
+        print_json(described)
     else:
         for line in describe_lines(metadata):
             print(line)
+        if auto is not None and auto.enabled:
+            print(auto.line())
     return 0
 
 

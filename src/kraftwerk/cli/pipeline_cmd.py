@@ -1,5 +1,6 @@
-"""``kraftwerk pipeline scan|upconvert|readiness``: find and rewrite message format v0/v1 data across a
-fleet; the fleet's upgrade-readiness report (:mod:`kraftwerk.cli.readiness_cmd`).
+"""``kraftwerk pipeline scan|upconvert|readiness|zk-readiness``: find and rewrite message format v0/v1
+data across a fleet; the fleet's upgrade-readiness report (:mod:`kraftwerk.cli.readiness_cmd`) and
+its KIP-866 readiness (:mod:`kraftwerk.cli.zk_readiness_cmd`).
 
 The commands run on Spark (``--master``, default ``local[*]``; ``--conf`` settings as spark-submit
 takes them) or, with ``--no-spark``, in this process through the same storage-layer functions.
@@ -15,14 +16,13 @@ import json
 import shlex
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from kraftwerk.cli.args import dir_list, key_value, output_dir, spark_master
 from kraftwerk.cli.main import UsageError
-from kraftwerk.cli.output import add_output_flag, print_json
+from kraftwerk.cli.output import add_output_flag, print_json, status
 from kraftwerk.storage.fileio import atomic_write, local_path
 from kraftwerk.storage.scan import (
     BatchRow,
@@ -70,8 +70,10 @@ def register(groups: Any) -> None:
     up.set_defaults(func=run_upconvert)
 
     from kraftwerk.cli.readiness_cmd import register as register_readiness
+    from kraftwerk.cli.zk_readiness_cmd import register as register_zk_readiness
 
     register_readiness(commands)
+    register_zk_readiness(commands)
 
 
 def log_dirs_option(p: argparse.ArgumentParser, *, required: bool = True,
@@ -138,19 +140,6 @@ def split_existing(dirs: list[str]) -> tuple[list[str], list[str]]:
     return present, [d for d in dirs if d not in present]
 
 
-@contextmanager
-def _status(message: str, enabled: bool) -> Iterator[Callable[[str], None]]:
-    """A rich spinner on stderr when it is a terminal (stdout stays clean for JSON)."""
-    if not enabled:
-        yield lambda _msg: None
-        return
-    from rich.console import Console
-
-    console = Console(stderr=True)
-    with console.status(message) as status:
-        yield lambda msg: status.update(msg)
-
-
 def tty() -> bool:
     return sys.stderr.isatty()
 
@@ -179,7 +168,7 @@ def run_scan(args: argparse.Namespace) -> int:
     for d in missing:
         print(f"Log directory {d} does not exist or is not a directory; skipped", file=sys.stderr)
     start = time.monotonic()
-    with _status(f"Scanning {len(present)} log dirs", tty()):
+    with status(f"Scanning {len(present)} log dirs", tty()):
         if args.no_spark:
             summaries = scan_local(present, out)
         else:
@@ -263,7 +252,7 @@ def run_upconvert(args: argparse.Namespace) -> int:
             ["--in-place"] if args.in_place else []) + (["--dry-run"] if args.dry_run else [])
         return print_spark_submit(args, job)
     start = time.monotonic()
-    with _status("Up-converting", tty()) as update:
+    with status("Up-converting", tty()) as update:
 
         def progress(done: int, total: int) -> None:
             update(f"Up-converting: {done} of {total} partitions done")

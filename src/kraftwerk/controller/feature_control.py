@@ -1,14 +1,22 @@
 """FeatureControlManager: UpdateFeatures (KIP-778 upgrades and downgrades, KIP-584 features) as
 the active controller judges it, against the committed image plus what it appended but has not
-yet seen commit. The rules themselves are the pure checks in :mod:`kraftwerk.controller.features`.
+yet seen commit, and KIP-920's automatic metadata.version upgrade through the same checks. The
+rules themselves are the pure checks in :mod:`kraftwerk.controller.features`.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 from kraftwerk.controller import features as fc
+from kraftwerk.controller.auto_upgrade import (
+    AUTO_UPGRADE,
+    AutoUpgrade,
+    AutoUpgradeTimer,
+    auto_upgrade_settings,
+)
 from kraftwerk.controller.common import ranges_of, rec
 from kraftwerk.controller.effects import AppendThenRespond, Respond
 from kraftwerk.controller.errors import ApiError
@@ -25,6 +33,8 @@ from kraftwerk.versions.metadata_version import FEATURE_NAME, MetadataVersion
 if TYPE_CHECKING:
     from kraftwerk.controller.quorum import QuorumController
 
+log = logging.getLogger(__name__)
+
 
 class FeatureControlManager:
     """Finalized feature levels: UpdateFeatures, and the levels appended but not yet committed."""
@@ -33,6 +43,12 @@ class FeatureControlManager:
         self._c = controller
         self.inflight_levels: dict[str, int] = {}
         """Feature → level this active controller appended and has not replayed yet."""
+        self._auto_upgrade_timer = AutoUpgradeTimer()
+
+    def on_leader_change(self) -> None:
+        """Forget in-flight levels; KIP-920's first check is one interval after becoming active."""
+        self.inflight_levels.clear()
+        self._auto_upgrade_timer.reset()
 
     def on_committed(self, record: MetadataRecord) -> None:
         """A replayed record: a level that committed is no longer in flight."""
@@ -95,6 +111,11 @@ class FeatureControlManager:
         updates = parse_feature_updates(version, body)
         state = self.feature_state()
         image = self._c.image
+        refusal = self.auto_upgrade_settings().manual_change_error(
+            version, state.metadata_version, {u.feature: u.level for u in updates}
+        )
+        if refusal is not None:
+            return Respond(update_features_error_body(version, [u.feature for u in updates], *refusal))
 
         def losses_at(mv: MetadataVersion) -> tuple[str, ...]:
             return image_losses(image, mv)
@@ -122,6 +143,41 @@ class FeatureControlManager:
             ),
             kraft_version_upgrade=outcome.kraft_version_upgrade,
         )
+
+    # ------------------------------------------------------------------ KIP-920
+
+    def auto_upgrade_settings(self) -> AutoUpgrade:
+        """KIP-920's settings in force on this controller."""
+        c = self._c
+        return auto_upgrade_settings(c.image, c.node_id, c.static_configs, c.static_metadata_version)
+
+    def next_check_ms(self) -> int | None:
+        return self._auto_upgrade_timer.next_check_ms
+
+    def auto_upgrade(self, now_ms: int) -> list[MetadataRecord]:
+        """KIP-920: when the check is due, raise metadata.version to this controller's static value
+        through the UpdateFeatures checks; never lower it; a refusal is logged and retried at the
+        next interval."""
+        settings = self.auto_upgrade_settings()
+        if not self._auto_upgrade_timer.due(settings, now_ms) or settings.target is None:
+            return []
+        state = self.feature_state()
+        current, target = state.metadata_version, settings.target
+        if target.feature_level <= current.feature_level:
+            return []
+        update = fc.FeatureUpdate(FEATURE_NAME, target.feature_level, fc.UpgradeType.UPGRADE)
+        image = self._c.image
+        outcome = fc.update_features(state, [update], losses_at=lambda mv: image_losses(image, mv))
+        node = self._c.node_id
+        if not outcome.ok:
+            log.warning("[QuorumController id=%d] Automatic upgrade of metadata.version from %s to %s "
+                        "refused (retrying in %d ms): %s", node, current, target, settings.interval_ms,
+                        outcome.message)
+            return []
+        log.info("[QuorumController id=%d] Automatically upgrading metadata.version from %s to %s "
+                 "(%s=true).", node, current, target, AUTO_UPGRADE)
+        self.inflight_levels[FEATURE_NAME] = target.feature_level
+        return self._elr_config_records(outcome.records) + list(outcome.records)
 
     def _elr_config_records(self, records: Sequence[MetadataRecord]) -> list[MetadataRecord]:
         """Enabling ELR (Kafka's ``ConfigurationControlManager.updateFeatures``): create the

@@ -4,7 +4,8 @@ Every controller (active or standby) replays committed metadata records into its
 the image layer's :class:`~kraftwerk.image.replay.ImageReplayer` (fail-stop, snapshots at a
 metadata.version change). The active one also answers controller RPCs through one table,
 :data:`ROUTES` (api key → handler of this class or of a manager: :class:`ClusterControlManager`,
-:class:`FeatureControlManager`): a handler validates a request against the committed image and
+:class:`FeatureControlManager`, :class:`ReplicationControlManager` (topics),
+:class:`ConfigurationControlManager` (configs)): a handler validates a request against the committed image and
 returns the records to append (:class:`AppendThenRespond`); the host appends them through raft,
 waits for them to commit, replays them here like any other committed batch, and sends the
 response. Standbys answer controller RPCs with NOT_CONTROLLER.
@@ -15,17 +16,20 @@ Time comes in as ``now_ms``; nothing here reads a clock, a socket or a file.
 from __future__ import annotations
 
 import logging
+import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
+from kraftwerk.config import BrokerConfigLayers, ConfigResourceType
 from kraftwerk.controller.activation import (
     ACTIVATION_SOURCE_DEFAULT,
     activation_records_for_empty_log,
     default_bootstrap_records,
 )
+from kraftwerk.controller.auto_upgrade import static_metadata_version
 from kraftwerk.controller.cluster_control import ClusterControlManager
 from kraftwerk.controller.common import (
     api_versions_body,
@@ -34,12 +38,15 @@ from kraftwerk.controller.common import (
     rec,
     shape_response,
 )
+from kraftwerk.controller.configs import ConfigurationControlManager
 from kraftwerk.controller.effects import AppendThenRespond, Body, Effect, Respond
 from kraftwerk.controller.errors import ApiError
 from kraftwerk.controller.feature_control import FeatureControlManager
 from kraftwerk.controller.responses import encode_response, error_body, not_controller_body
+from kraftwerk.controller.scram_control import ScramControlManager
+from kraftwerk.controller.topics import ReplicationControlManager
 from kraftwerk.image.errors import FatalFaultError
-from kraftwerk.image.model import Endpoint, MetadataImage
+from kraftwerk.image.model import ConfigResource, Endpoint, MetadataImage
 from kraftwerk.image.replay import ImageReplayer, as_record
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.api_keys import ApiKey
@@ -84,7 +91,8 @@ class QuorumController:
       active, else None;
     * ``handle_request(api_key, version, body, now_ms)`` → :class:`Respond` or
       :class:`AppendThenRespond`;
-    * ``tick(now_ms)`` → records to append (session-timeout fencing, self-registration);
+    * ``tick(now_ms)`` → records to append (session-timeout fencing, self-registration, KIP-920's
+      automatic metadata.version upgrade);
     * ``set_kraft_version(level)`` when raft's kraft.version changes.
     """
 
@@ -105,8 +113,16 @@ class QuorumController:
         snapshot_on_version_change: bool = True,
         default_min_isr: int = 1,
         api_versions: Mapping[int, tuple[int, int]] | None = None,
+        static_configs: Mapping[str, str] | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.node_id = node_id
+        self.static_configs = dict(static_configs or {})
+        """This node's ``server.properties``: its topic defaults and KIP-920 settings."""
+        self.static_metadata_version = static_metadata_version(self.static_configs, software)
+        """KIP-920: the level this controller upgrades the cluster to while auto-upgrade is on."""
+        self.rng = rng if rng is not None else random.Random(incarnation_id.int)
+        """Topic ids (the core reads no global RNG); per process start, like the incarnation id."""
         self.cluster_id = cluster_id
         self.software = software
         self.voters = tuple(voters)
@@ -131,6 +147,9 @@ class QuorumController:
         """Where the log appends next, for the request being handled (see :meth:`handle_request`)."""
         self.cluster = ClusterControlManager(self)
         self.features = FeatureControlManager(self)
+        self.topics = ReplicationControlManager(self)
+        self.configs = ConfigurationControlManager(self)
+        self.scram = ScramControlManager(self)
 
     # ------------------------------------------------------------------ state
 
@@ -158,6 +177,16 @@ class QuorumController:
     def set_kraft_version(self, level: int) -> None:
         """raft's finalized kraft.version (it lives in KRaft control records)."""
         self.kraft_version = level
+
+    def config_layers(self) -> BrokerConfigLayers:
+        """This node's ``server.properties`` under the image's dynamic configs (the cluster default
+        and its own id)."""
+        configs = self.image.configs
+        return BrokerConfigLayers(
+            static=self.static_configs,
+            cluster_default=configs.get(ConfigResource(ConfigResourceType.BROKER, ""), {}),
+            broker=configs.get(ConfigResource(ConfigResourceType.BROKER, str(self.node_id)), {}),
+        )
 
     # ------------------------------------------------------------------ replay
 
@@ -207,7 +236,7 @@ class QuorumController:
         self.epoch = epoch
         was_active = self._active
         self._active = leader_id == self.node_id
-        self.features.inflight_levels.clear()
+        self.features.on_leader_change()
         if not self._active:
             if was_active:
                 log.info("[QuorumController id=%d] Renouncing leadership at epoch %d", self.node_id, epoch)
@@ -240,15 +269,20 @@ class QuorumController:
     # ------------------------------------------------------------------ timers
 
     def next_deadline_ms(self) -> int | None:
-        """When :meth:`tick` next has work (a broker session expiring), or None."""
-        return self.cluster.next_deadline_ms() if self._active else None
+        """When :meth:`tick` next has work (a broker session expiring, a KIP-920 check), or None."""
+        if not self._active:
+            return None
+        due = (self.cluster.next_deadline_ms(), self.features.next_check_ms())
+        deadlines = [d for d in due if d is not None]
+        return min(deadlines, default=None)
 
     def tick(self, now_ms: int) -> list[MetadataRecord]:
         """Records to append now: fence brokers whose session expired; register this controller
-        when the metadata.version allows it and the image lacks (or has stale) registration."""
+        when the metadata.version allows it and the image lacks (or has stale) registration; raise
+        metadata.version to the static one when KIP-920's check is due."""
         if not self._active or self.image.metadata_version is None:
             return []
-        return self.cluster.tick(now_ms)
+        return [*self.cluster.tick(now_ms), *self.features.auto_upgrade(now_ms)]
 
     def controller_registration_body(self) -> Body:
         """The ControllerRegistration request this node sends to the active controller (KIP-919)."""
@@ -364,6 +398,9 @@ class ControllerRoute:
 
 _cluster: Callable[[QuorumController], ClusterControlManager] = attrgetter("cluster")
 _features: Callable[[QuorumController], FeatureControlManager] = attrgetter("features")
+_topics: Callable[[QuorumController], ReplicationControlManager] = attrgetter("topics")
+_configs: Callable[[QuorumController], ConfigurationControlManager] = attrgetter("configs")
+_scram: Callable[[QuorumController], ScramControlManager] = attrgetter("scram")
 
 ROUTES: Mapping[int, ControllerRoute] = {
     ApiKey.API_VERSIONS: ControllerRoute(QuorumController.api_versions, active_only=False, forwardable=True),
@@ -380,6 +417,30 @@ ROUTES: Mapping[int, ControllerRoute] = {
         via(_cluster, ClusterControlManager.unregister_broker), forwardable=True
     ),
     ApiKey.CONTROLLER_REGISTRATION: ControllerRoute(via(_cluster, ClusterControlManager.register_controller)),
+    ApiKey.CREATE_TOPICS: ControllerRoute(
+        via(_topics, ReplicationControlManager.create_topics), forwardable=True
+    ),
+    ApiKey.DELETE_TOPICS: ControllerRoute(
+        via(_topics, ReplicationControlManager.delete_topics), forwardable=True
+    ),
+    ApiKey.CREATE_PARTITIONS: ControllerRoute(
+        via(_topics, ReplicationControlManager.create_partitions), forwardable=True
+    ),
+    ApiKey.DESCRIBE_CONFIGS: ControllerRoute(
+        via(_configs, ConfigurationControlManager.describe_configs), active_only=False, forwardable=True
+    ),
+    ApiKey.ALTER_CONFIGS: ControllerRoute(
+        via(_configs, ConfigurationControlManager.alter_configs), forwardable=True
+    ),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: ControllerRoute(
+        via(_configs, ConfigurationControlManager.incremental_alter_configs), forwardable=True
+    ),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: ControllerRoute(
+        via(_scram, ScramControlManager.alter), forwardable=True
+    ),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: ControllerRoute(
+        via(_scram, ScramControlManager.describe), active_only=False, forwardable=True
+    ),
 }
 """Api key → handler: adding a controller RPC is one handler method and one line here."""
 

@@ -3,6 +3,7 @@ UpdateFeatures results, DescribeCluster broker lists, Envelope payloads."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -63,6 +64,10 @@ def error_body(
         }
     if api_key in (ApiKey.CONTROLLER_REGISTRATION, ApiKey.UNREGISTER_BROKER):
         return {"throttleTimeMs": 0, "errorCode": error.code, "errorMessage": message}
+    if api_key in (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS):
+        return topics_error_body(api_key, version, error, message, body)
+    if api_key in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS):
+        return alter_error_body(error, message, body)
     if api_key == ApiKey.DESCRIBE_CLUSTER:
         return {
             "throttleTimeMs": 0,
@@ -74,11 +79,75 @@ def error_body(
             "brokers": [],
             "clusterAuthorizedOperations": -2147483648,
         }
+    if api_key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:  # Kafka's getErrorResponse: every user named
+        users = dict.fromkeys(c["name"] for c in (*body.get("deletions", ()), *body.get("upsertions", ())))
+        return {"throttleTimeMs": 0, "results": [{"user": u, "errorCode": error.code, "errorMessage": message}
+                                                 for u in users]}
     spec = by_api_key(Kind.RESPONSE, api_key)
     out = codec.default_value(spec)
     if "errorCode" in out:
         out["errorCode"] = error.code
     return out
+
+
+def topics_error_body(
+    api_key: int, version: int, error: Errors, message: str | None, body: Mapping[str, Any]
+) -> Body:
+    """A CreateTopics (19), DeleteTopics (20) or CreatePartitions (37) response refusing every
+    topic of ``body`` with ``error`` (NOT_CONTROLLER, a request-level failure)."""
+    text = message if message is not None else error.describe()
+    if api_key == ApiKey.CREATE_TOPICS:
+        return {
+            "throttleTimeMs": 0,
+            "topics": [
+                {
+                    "name": t["name"],
+                    "topicId": uuid.UUID(int=0),
+                    "errorCode": error.code,
+                    "errorMessage": text,
+                    "numPartitions": -1,
+                    "replicationFactor": -1,
+                    "configs": None,
+                }
+                for t in body.get("topics") or ()
+            ],
+        }
+    if api_key == ApiKey.DELETE_TOPICS:
+        wanted = (
+            [(t.get("name"), t.get("topicId")) for t in body.get("topics") or ()]
+            if version >= 6
+            else [(n, None) for n in body.get("topicNames") or ()]
+        )
+        return {
+            "throttleTimeMs": 0,
+            "responses": [
+                {"name": n, "topicId": tid or uuid.UUID(int=0), "errorCode": error.code, "errorMessage": text}
+                for n, tid in wanted
+            ],
+        }
+    return {
+        "throttleTimeMs": 0,
+        "results": [
+            {"name": t["name"], "errorCode": error.code, "errorMessage": text}
+            for t in body.get("topics") or ()
+        ],
+    }
+
+
+def alter_error_body(error: Errors, message: str | None, body: Mapping[str, Any]) -> Body:
+    """An AlterConfigs / IncrementalAlterConfigs response refusing every resource with ``error``."""
+    return {
+        "throttleTimeMs": 0,
+        "responses": [
+            {
+                "errorCode": error.code,
+                "errorMessage": message,
+                "resourceType": r["resourceType"],
+                "resourceName": r["resourceName"],
+            }
+            for r in body.get("resources") or ()
+        ],
+    }
 
 
 def describe_cluster_brokers(

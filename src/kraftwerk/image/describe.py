@@ -13,12 +13,17 @@ from typing import Any
 
 from kraftwerk.config.secrets import redact
 from kraftwerk.image.model import (
+    AclOperation,
+    AclPatternType,
+    AclPermissionType,
+    AclResourceType,
     BrokerRegistration,
     ConfigResourceType,
     ControllerRegistration,
     Endpoint,
     MetadataImage,
     PartitionRegistration,
+    StandardAcl,
     SupportedRange,
     TopicImage,
 )
@@ -123,6 +128,21 @@ def describe_configs(configs: Mapping[Any, Mapping[str, str]]) -> list[dict[str,
     return out
 
 
+def _code_name(enum_type: Any, code: int) -> str:
+    try:
+        return str(enum_type(code).name)
+    except ValueError:
+        return f"UNKNOWN({code})"
+
+
+def describe_acl(acl: StandardAcl) -> dict[str, Any]:
+    """One ACL with Kafka's enum names (as ``kafka-acls --list`` prints them)."""
+    return {"resourceType": _code_name(AclResourceType, acl.resource_type), "resourceName": acl.resource_name,
+            "patternType": _code_name(AclPatternType, acl.pattern_type), "principal": acl.principal,
+            "host": acl.host, "operation": _code_name(AclOperation, acl.operation),
+            "permissionType": _code_name(AclPermissionType, acl.permission_type)}
+
+
 def describe_image(image: MetadataImage) -> dict[str, Any]:
     """The whole image as JSON-ready data (secrets redacted)."""
     mv = image.metadata_version
@@ -152,6 +172,8 @@ def describe_image(image: MetadataImage) -> dict[str, Any]:
         ],
         "nextProducerId": image.producer_ids_next,
         "aclCount": len(image.acls),
+        "acls": sorted((describe_acl(a) for a in image.acls.values()),
+                       key=lambda a: tuple(str(v) for v in a.values())),
         "scramCredentialCount": len(image.scram),
         "delegationTokenCount": len(image.delegation_tokens),
     }
@@ -212,6 +234,10 @@ def render_text(desc: Mapping[str, Any]) -> list[str]:
     for q in desc["clientQuotas"]:
         ent = ",".join(f"{t}={n if n is not None else '<default>'}" for t, n in q["entity"].items())
         lines.append(f"ClientQuotas for {ent}: " + ",".join(f"{k}={v}" for k, v in q["quotas"].items()))
+    for a in desc["acls"]:
+        lines.append(f"Acl: ResourcePattern(resourceType={a['resourceType']}, name={a['resourceName']}, "
+                     f"patternType={a['patternType']})\t(principal={a['principal']}, host={a['host']}, "
+                     f"operation={a['operation']}, permissionType={a['permissionType']})")
     lines.append(f"NextProducerId: {desc['nextProducerId']}\tAcls: {desc['aclCount']}\t"
                  f"ScramCredentials: {desc['scramCredentialCount']}\t"
                  f"DelegationTokens: {desc['delegationTokenCount']}")

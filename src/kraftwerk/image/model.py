@@ -244,6 +244,59 @@ class ConfigResource:
 QuotaEntity = tuple[tuple[str, str | None], ...]
 
 
+class AclResourceType(enum.IntEnum):
+    """Kafka's ResourceType codes (AccessControlEntryRecord.ResourceType)."""
+
+    UNKNOWN = 0
+    ANY = 1
+    TOPIC = 2
+    GROUP = 3
+    CLUSTER = 4
+    TRANSACTIONAL_ID = 5
+    DELEGATION_TOKEN = 6
+    USER = 7
+
+
+class AclPatternType(enum.IntEnum):
+    """Kafka's PatternType codes."""
+
+    UNKNOWN = 0
+    ANY = 1
+    MATCH = 2
+    LITERAL = 3
+    PREFIXED = 4
+
+
+class AclOperation(enum.IntEnum):
+    """Kafka's AclOperation codes."""
+
+    UNKNOWN = 0
+    ANY = 1
+    ALL = 2
+    READ = 3
+    WRITE = 4
+    CREATE = 5
+    DELETE = 6
+    ALTER = 7
+    DESCRIBE = 8
+    CLUSTER_ACTION = 9
+    DESCRIBE_CONFIGS = 10
+    ALTER_CONFIGS = 11
+    IDEMPOTENT_WRITE = 12
+    CREATE_TOKENS = 13
+    DESCRIBE_TOKENS = 14
+    TWO_PHASE_COMMIT = 15
+
+
+class AclPermissionType(enum.IntEnum):
+    """Kafka's AclPermissionType codes."""
+
+    UNKNOWN = 0
+    ANY = 1
+    DENY = 2
+    ALLOW = 3
+
+
 @dataclass(frozen=True, slots=True)
 class StandardAcl:
     """One ACL binding (AccessControlEntryRecord without its id)."""

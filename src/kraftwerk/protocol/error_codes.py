@@ -244,6 +244,9 @@ class Errors(enum.Enum):
     STREAMS_INVALID_TOPOLOGY_EPOCH = _e(131, False, "The supplied topology epoch is invalid.")
     STREAMS_TOPOLOGY_FENCED = _e(132, False, "The supplied topology epoch is outdated.")
     SHARE_SESSION_LIMIT_REACHED = _e(133, True, "The limit of share sessions has been reached.")
+    # kraftwerk's extension (KIP-920, never assigned by Apache Kafka): the code after Kafka 4.3's
+    # highest (133); docs/compatibility.md records both numbers.
+    MANUAL_METADATA_VERSION_MANAGEMENT_DISABLED = _e(134, False, "metadata.version cannot be changed manually while auto.upgrade.metadata.version is true.")
 
     @property
     def code(self) -> int:

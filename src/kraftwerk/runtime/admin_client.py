@@ -43,6 +43,8 @@ from kraftwerk.protocol.schema import Kind, MessageSpec
 log = logging.getLogger(__name__)
 
 API_VERSIONS = 18
+DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+ALTER_USER_SCRAM_CREDENTIALS = 51
 UPDATE_FEATURES = 57
 DESCRIBE_CLUSTER = 60
 ADD_RAFT_VOTER = 80
@@ -380,6 +382,24 @@ class AdminClient:
                 return self.connection(node.host, node.port)
         raise AdminClientError(f"No node with id {node_id} found in the cluster metadata")
 
+    def call(self, api_key: int, body: codec.Value, node_id: int | None = None) -> codec.Value:
+        """One request to any node (or ``node_id``) at the highest usable version; the body is
+        trimmed to that version's fields. A response whose every result is NOT_CONTROLLER (a
+        forwarded write met a controller election) is retried until the API timeout."""
+        deadline = self._monotonic() + self.api_timeout_s
+        while True:
+            conn = self.any_node() if node_id is None else self._node(node_id)
+            version = conn.usable_version(api_key)
+            spec = registry.by_api_key(Kind.REQUEST, api_key)
+            trimmed = {f.json_name: body[f.json_name] for f in spec.fields
+                       if f.json_name in body and version in f.versions}
+            _, value = self._call(conn, api_key, trimmed, version)
+            codes = {r.get("errorCode") for part in ("topics", "responses", "results")
+                     for r in value.get(part) or () if isinstance(r, dict)}
+            if codes != {Errors.NOT_CONTROLLER.code} or self._monotonic() + self.retry_backoff_s >= deadline:
+                return value
+            self._sleep(self.retry_backoff_s)
+
     def api_versions(self, node_id: int | None = None) -> codec.Value:
         """The ApiVersions response of a node (any bootstrap node, or ``node_id``)."""
         conn = self.any_node() if node_id is None else self._node(node_id)
@@ -439,6 +459,17 @@ class AdminClient:
                 raise AdminClientError(last_error)
             self._sleep(self.retry_backoff_s)
 
+
+    def describe_user_scram_credentials(self, users: Sequence[str] = ()) -> codec.Value:
+        """DescribeUserScramCredentials (every user when ``users`` is empty)."""
+        body = {"users": [{"name": u} for u in users] or None}
+        return self._call(self.any_node(), DESCRIBE_USER_SCRAM_CREDENTIALS, body)[1]
+
+    def alter_user_scram_credentials(self, deletions: Sequence[codec.Value],
+                                     upsertions: Sequence[codec.Value]) -> codec.Value:
+        """AlterUserScramCredentials (a broker forwards it; a controller must be the active one)."""
+        body = {"deletions": list(deletions), "upsertions": list(upsertions)}
+        return self._call(self._controller(), ALTER_USER_SCRAM_CREDENTIALS, body)[1]
 
     def add_raft_voter(self, voter_id: int, directory_id: uuid.UUID,
                        endpoints: Sequence[tuple[str, str, int]], timeout_ms: int = 30_000) -> UpdateResult:

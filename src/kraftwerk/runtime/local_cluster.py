@@ -41,11 +41,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kraftwerk.config import properties_values
+from kraftwerk.config.secrets import is_sensitive
+from kraftwerk.config.types import ConfigResourceType
 from kraftwerk.errors import KraftwerkError
+from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.runtime.admin_client import AdminClient
 from kraftwerk.runtime.errors import NetworkError, NodeError
 from kraftwerk.runtime.node import FENCED_FILE, READY_FILE
 
+BROKER = ConfigResourceType.BROKER
 STATE_FILE = "cluster.json"
 CONTROLLER_LISTENER = "CONTROLLER"
 BROKER_LISTENER = "PLAINTEXT"
@@ -96,8 +101,12 @@ class LocalCluster:
     # --- persistence ------------------------------------------------------------------------
 
     def save(self) -> None:
-        state = {"clusterId": self.cluster_id, "staticQuorum": self.static_quorum,
-                 "nodes": [asdict(n) for n in self.nodes]}
+        """Write the cluster's state; a node's possibly secret extra configs (passwords, JAAS
+        configs, unknown names) are left out: they live in its server.properties only."""
+        nodes = [asdict(n) for n in self.nodes]
+        for node in nodes:
+            node["extra"] = {k: v for k, v in node["extra"].items() if not is_sensitive(BROKER, k)}
+        state = {"clusterId": self.cluster_id, "staticQuorum": self.static_quorum, "nodes": nodes}
         tmp = self.root / (STATE_FILE + ".tmp")
         tmp.write_text(json.dumps(state, indent=2) + "\n")
         tmp.replace(self.root / STATE_FILE)
@@ -113,11 +122,17 @@ class LocalCluster:
         except (OSError, ValueError) as exc:
             raise NodeError(f"Unable to read {path}: {exc}") from None
         try:
-            return cls(root, str(state["clusterId"]), [LocalNode(**n) for n in state["nodes"]],
-                       bool(state.get("staticQuorum", True)))
+            cluster = cls(root, str(state["clusterId"]), [LocalNode(**n) for n in state["nodes"]],
+                          bool(state.get("staticQuorum", True)))
         except (KeyError, TypeError) as exc:
             raise NodeError(f"Unable to read {path}: not a cluster state written by `kraftwerk cluster up` "
                             f"({type(exc).__name__}: {exc})") from None
+        for node in cluster.nodes:  # the secrets save() left out, back from server.properties
+            with contextlib.suppress(OSError, KraftwerkError):
+                written = properties_values(node.config_path(root).read_text(encoding="latin-1"))
+                node.extra.update({k: v for k, v in written.items()
+                                   if is_sensitive(BROKER, k) and k not in node.extra})
+        return cluster
 
     # --- layout -----------------------------------------------------------------------------
 
@@ -298,15 +313,18 @@ class LocalCluster:
 
     def roll(self, software_version: str | None, node_ids: Sequence[int] = (), *, timeout_s: float = 60.0,
              grace_s: float = 10.0,
-             on_restart: Callable[[LocalNode, float], None] | None = None) -> list[int]:
-        """Restart nodes one at a time on ``software_version`` (None: this software): SIGTERM, wait
-        for the exit, start, wait until ready. Stops at a node that comes back fenced (NodeError
-        with Kafka's refusal text). Returns the restarted ids."""
+             on_restart: Callable[[LocalNode, float], None] | None = None,
+             keep_software: bool = False) -> list[int]:
+        """Restart nodes one at a time on ``software_version`` (None: this software; with
+        ``keep_software`` each node keeps its own): SIGTERM, wait for the exit, start, wait until
+        ready. Stops at a node that comes back fenced (NodeError with Kafka's refusal text).
+        Returns the restarted ids."""
         done: list[int] = []
         for node in self.roll_order(node_ids):
             started = time.monotonic()
             self.stop([node], grace_s=grace_s)
-            node.software_version = software_version
+            if not keep_software:
+                node.software_version = software_version
             self.start(node)
             fenced = self.wait_ready([node], timeout_s)
             if fenced:
@@ -397,9 +415,11 @@ def plan_cluster(root: Path, cluster_id: str, controllers: int, brokers: int, *,
     return LocalCluster(root, cluster_id, nodes, static_quorum)
 
 
-def format_cluster(cluster: LocalCluster, release_version: str | None) -> None:
+def format_cluster(cluster: LocalCluster, release_version: str | None, *,
+                   scram: Sequence[MetadataRecord] = ()) -> None:
     """Format every node's directory as ``kraftwerk storage format`` does: controllers of a dynamic
-    quorum with ``--initial-controllers`` (every controller, a fresh directory id each)."""
+    quorum with ``--initial-controllers`` (every controller, a fresh directory id each); ``scram``
+    are ``--add-scram``'s credential records."""
     from kraftwerk.storage.format import InitialController, format_node, random_uuid
 
     initial = None if cluster.static_quorum else tuple(
@@ -410,7 +430,7 @@ def format_cluster(cluster: LocalCluster, release_version: str | None) -> None:
         format_node(cluster_id=cluster.cluster_id, node_id=node.node_id, log_dirs=[data],
                     metadata_log_dir=data, release_version=release_version,
                     initial_controllers=initial if node.is_controller else None,
-                    controller_listener_name=CONTROLLER_LISTENER)
+                    controller_listener_name=CONTROLLER_LISTENER, scram=scram)
 
 
 def add_controller_node(cluster: LocalCluster, software_version: str | None = None) -> LocalNode:

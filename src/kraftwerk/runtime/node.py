@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -44,6 +45,7 @@ from kraftwerk.controller.responses import not_controller_body
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.image.errors import FatalFaultError
 from kraftwerk.image.model import Endpoint as ImageEndpoint
+from kraftwerk.image.model import MetadataImage
 from kraftwerk.node import NodeHost
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.api_keys import ApiKey
@@ -54,6 +56,7 @@ from kraftwerk.runtime.errors import NetworkError, NodeError
 from kraftwerk.runtime.forwarding import ForwardingError, envelope_body, unwrap_response
 from kraftwerk.runtime.raft_host import RaftHost, wall_clock_ms
 from kraftwerk.runtime.raft_log_files import open_metadata_log
+from kraftwerk.runtime.security import ListenerSecurity, scram_lookup_from
 from kraftwerk.runtime.server import KafkaServer, Request
 from kraftwerk.storage.lock import LogDirLock
 from kraftwerk.storage.metadata_log import read_bootstrap
@@ -166,7 +169,9 @@ class Node:
         for endpoint in config.listeners:
             server = KafkaServer(_ListenerHandler(self, endpoint.listener), endpoint.host or "0.0.0.0",
                                  endpoint.port, listener=endpoint.listener,
-                                 max_frame_bytes=config.socket_request_max_bytes)
+                                 max_frame_bytes=config.socket_request_max_bytes,
+                                 limits=config.connection_limits(),
+                                 security=self._listener_security(endpoint.listener))
             await server.start()
             self.servers.append(server)
             log.info("Awaiting socket connections on %s:%d (listener %s).", endpoint.host or "0.0.0.0",
@@ -175,6 +180,15 @@ class Node:
         self._spawn(self._controller_loop(), "controller-loop")
         if self.broker is not None:
             self._spawn(self._broker_loop(), "broker-lifecycle")
+
+    def _listener_security(self, listener: str) -> ListenerSecurity:
+        """The listener's security, SCRAM users read from this node's current image."""
+        def image() -> MetadataImage | None:
+            core = self.broker or self.controller
+            return None if core is None else core.image
+
+        security = self.config.security.get(listener, ListenerSecurity())
+        return dataclasses.replace(security, scram_lookup=scram_lookup_from(image))
 
     def _make_broker(self) -> BrokerNode:
         dir_ids = []
@@ -272,6 +286,7 @@ class Node:
             session_timeout_ms=self.config.broker_session_timeout_ms, listeners=listeners,
             incarnation_id=uuid.uuid4(),
             api_versions=self._controller_apis,
+            static_configs=self.config.raw,
         )
 
     async def stop(self) -> None:

@@ -29,6 +29,7 @@ from kraftwerk.raft import Committed, CommittedBatch, RaftNode, SnapshotLoad
 from kraftwerk.sim.checker import Ack, InvariantViolation
 from kraftwerk.sim.lifecycle_checker import NodeView
 from kraftwerk.sim.lifecycle_types import (
+    AUTO_UPGRADE_INTERVAL_MS,
     COMMIT_TIMEOUT_MS,
     HEARTBEAT_MS,
     IDLE_NOOP_MS,
@@ -69,6 +70,13 @@ class SimNodeHost(NodeHost):
         seeded = random.Random(f"{sim.config.seed}/{nid}/{incarnation}")
         incarnation_id = uuid.UUID(int=seeded.getrandbits(128))
         if nid in sim.cluster_voters:
+            targets = sim.config.auto_upgrade_targets
+            target = None if targets is None else targets[sim.cluster_voters.index(nid)]
+            static = {} if targets is None else {
+                "auto.upgrade.metadata.version": "true",
+                "auto.upgrade.metadata.version.interval.ms": str(AUTO_UPGRADE_INTERVAL_MS),
+                **({} if target is None else {"metadata.version": target}),
+            }
             controller = QuorumController(
                 nid,
                 sim.cluster_id,
@@ -78,6 +86,7 @@ class SimNodeHost(NodeHost):
                 session_timeout_ms=SESSION_TIMEOUT_MS,
                 listeners=[Endpoint("CONTROLLER", f"node{nid}", 9093, 0)],
                 incarnation_id=incarnation_id,
+                static_configs=static,
             )
         else:
             broker = BrokerNode(

@@ -32,6 +32,7 @@ OTHER_FEATURES = (
     ("share.version", 1),
     ("streams.version", 1),
 )
+AUTO_UPGRADE_INTERVAL_MS = 500
 OLD_RELEASES = tuple(r for r in known_releases() if "3.6" <= r < LATEST_RELEASE)
 
 
@@ -86,6 +87,9 @@ class LifecycleConfig:
     retain_log: bool = False
     """Keep the whole metadata log (``metadata.max.retention.ms=-1``): raft does not clean it
     behind snapshots, so every committed record can be read back."""
+    auto_upgrade_targets: tuple[str | None, ...] | None = None
+    """KIP-920: each voter's static metadata.version (None: none), with auto-upgrade on every
+    AUTO_UPGRADE_INTERVAL_MS; None: off everywhere."""
 
     @property
     def fault_ms(self) -> int:

@@ -17,7 +17,7 @@ class UpdateFeaturesRequestFeatureUpdateKey(TypedDict, total=False):
 
 
 class UpdateFeaturesRequest(TypedDict, total=False):
-    """UpdateFeaturesRequest (request, v0-2)."""
+    """UpdateFeaturesRequest (request, v0-3)."""
 
     timeoutMs: int
     featureUpdates: list[UpdateFeaturesRequestFeatureUpdateKey]
@@ -33,7 +33,7 @@ class UpdateFeaturesResponseUpdatableFeatureResult(TypedDict, total=False):
 
 
 class UpdateFeaturesResponse(TypedDict, total=False):
-    """UpdateFeaturesResponse (response, v0-2)."""
+    """UpdateFeaturesResponse (response, v0-3)."""
 
     throttleTimeMs: int
     errorCode: int

@@ -33,3 +33,79 @@ class SaslAuthenticateResponse(TypedDict, total=False):
     errorMessage: str | None
     authBytes: bytes
     sessionLifetimeMs: int
+
+
+class DescribeUserScramCredentialsRequestUserName(TypedDict, total=False):
+    """``UserName`` of ``DescribeUserScramCredentialsRequest``."""
+
+    name: str
+
+
+class DescribeUserScramCredentialsRequest(TypedDict, total=False):
+    """DescribeUserScramCredentialsRequest (request, v0)."""
+
+    users: list[DescribeUserScramCredentialsRequestUserName] | None
+
+
+class DescribeUserScramCredentialsResponseCredentialInfo(TypedDict, total=False):
+    """``CredentialInfo`` of ``DescribeUserScramCredentialsResponse``."""
+
+    mechanism: int
+    iterations: int
+
+
+class DescribeUserScramCredentialsResponseDescribeUserScramCredentialsResult(TypedDict, total=False):
+    """``DescribeUserScramCredentialsResult`` of ``DescribeUserScramCredentialsResponse``."""
+
+    user: str
+    errorCode: int
+    errorMessage: str | None
+    credentialInfos: list[DescribeUserScramCredentialsResponseCredentialInfo]
+
+
+class DescribeUserScramCredentialsResponse(TypedDict, total=False):
+    """DescribeUserScramCredentialsResponse (response, v0)."""
+
+    throttleTimeMs: int
+    errorCode: int
+    errorMessage: str | None
+    results: list[DescribeUserScramCredentialsResponseDescribeUserScramCredentialsResult]
+
+
+class AlterUserScramCredentialsRequestScramCredentialDeletion(TypedDict, total=False):
+    """``ScramCredentialDeletion`` of ``AlterUserScramCredentialsRequest``."""
+
+    name: str
+    mechanism: int
+
+
+class AlterUserScramCredentialsRequestScramCredentialUpsertion(TypedDict, total=False):
+    """``ScramCredentialUpsertion`` of ``AlterUserScramCredentialsRequest``."""
+
+    name: str
+    mechanism: int
+    iterations: int
+    salt: bytes
+    saltedPassword: bytes
+
+
+class AlterUserScramCredentialsRequest(TypedDict, total=False):
+    """AlterUserScramCredentialsRequest (request, v0)."""
+
+    deletions: list[AlterUserScramCredentialsRequestScramCredentialDeletion]
+    upsertions: list[AlterUserScramCredentialsRequestScramCredentialUpsertion]
+
+
+class AlterUserScramCredentialsResponseAlterUserScramCredentialsResult(TypedDict, total=False):
+    """``AlterUserScramCredentialsResult`` of ``AlterUserScramCredentialsResponse``."""
+
+    user: str
+    errorCode: int
+    errorMessage: str | None
+
+
+class AlterUserScramCredentialsResponse(TypedDict, total=False):
+    """AlterUserScramCredentialsResponse (response, v0)."""
+
+    throttleTimeMs: int
+    results: list[AlterUserScramCredentialsResponseAlterUserScramCredentialsResult]

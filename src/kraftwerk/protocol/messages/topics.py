@@ -159,3 +159,101 @@ class DeleteTopicsResponse(TypedDict, total=False):
 
     throttleTimeMs: int
     responses: list[DeleteTopicsResponseDeletableTopicResult]
+
+
+class CreatePartitionsRequestCreatePartitionsAssignment(TypedDict, total=False):
+    """``CreatePartitionsAssignment`` of ``CreatePartitionsRequest``."""
+
+    brokerIds: list[int]
+
+
+class CreatePartitionsRequestCreatePartitionsTopic(TypedDict, total=False):
+    """``CreatePartitionsTopic`` of ``CreatePartitionsRequest``."""
+
+    name: str
+    count: int
+    assignments: list[CreatePartitionsRequestCreatePartitionsAssignment] | None
+
+
+class CreatePartitionsRequest(TypedDict, total=False):
+    """CreatePartitionsRequest (request, v0-3)."""
+
+    topics: list[CreatePartitionsRequestCreatePartitionsTopic]
+    timeoutMs: int
+    validateOnly: bool
+
+
+class CreatePartitionsResponseCreatePartitionsTopicResult(TypedDict, total=False):
+    """``CreatePartitionsTopicResult`` of ``CreatePartitionsResponse``."""
+
+    name: str
+    errorCode: int
+    errorMessage: str | None
+
+
+class CreatePartitionsResponse(TypedDict, total=False):
+    """CreatePartitionsResponse (response, v0-3)."""
+
+    throttleTimeMs: int
+    results: list[CreatePartitionsResponseCreatePartitionsTopicResult]
+
+
+class DescribeTopicPartitionsRequestTopicRequest(TypedDict, total=False):
+    """``TopicRequest`` of ``DescribeTopicPartitionsRequest``."""
+
+    name: str
+
+
+class DescribeTopicPartitionsRequestCursor(TypedDict, total=False):
+    """``Cursor`` of ``DescribeTopicPartitionsRequest``."""
+
+    topicName: str
+    partitionIndex: int
+
+
+class DescribeTopicPartitionsRequest(TypedDict, total=False):
+    """DescribeTopicPartitionsRequest (request, v0)."""
+
+    topics: list[DescribeTopicPartitionsRequestTopicRequest]
+    responsePartitionLimit: int
+    cursor: DescribeTopicPartitionsRequestCursor | None
+
+
+class DescribeTopicPartitionsResponseDescribeTopicPartitionsResponsePartition(TypedDict, total=False):
+    """``DescribeTopicPartitionsResponsePartition`` of ``DescribeTopicPartitionsResponse``."""
+
+    errorCode: int
+    partitionIndex: int
+    leaderId: int
+    leaderEpoch: int
+    replicaNodes: list[int]
+    isrNodes: list[int]
+    eligibleLeaderReplicas: list[int] | None
+    lastKnownElr: list[int] | None
+    offlineReplicas: list[int]
+
+
+class DescribeTopicPartitionsResponseDescribeTopicPartitionsResponseTopic(TypedDict, total=False):
+    """``DescribeTopicPartitionsResponseTopic`` of ``DescribeTopicPartitionsResponse``."""
+
+    errorCode: int
+    name: str | None
+    topicId: uuid.UUID
+    isInternal: bool
+    partitions: list[DescribeTopicPartitionsResponseDescribeTopicPartitionsResponsePartition]
+    topicAuthorizedOperations: int
+
+
+class DescribeTopicPartitionsResponseCursor(TypedDict, total=False):
+    """``Cursor`` of ``DescribeTopicPartitionsResponse``."""
+
+    topicName: str
+    partitionIndex: int
+
+
+class DescribeTopicPartitionsResponse(TypedDict, total=False):
+    """DescribeTopicPartitionsResponse (response, v0)."""
+
+    throttleTimeMs: int
+    topics: list[DescribeTopicPartitionsResponseDescribeTopicPartitionsResponseTopic]
+    nextCursor: DescribeTopicPartitionsResponseCursor | None

@@ -1,11 +1,16 @@
-"""UpdateFeatures (apiKey 57): KIP-584 / KIP-778 feature-level updates."""
+"""UpdateFeatures (apiKey 57): KIP-584 / KIP-778 feature-level updates.
+
+Version 3 is kraftwerk's (KIP-920): the same fields as v2, and the response may carry
+MANUAL_METADATA_VERSION_MANAGEMENT_DISABLED; Kafka 4.3's latest is v2 (docs/compatibility.md).
+"""
 
 from kraftwerk.protocol.schema import Kind, field, message
 
 UPDATE_FEATURES_REQUEST = message(
-    "UpdateFeaturesRequest", 57, Kind.REQUEST, valid="0-2", flexible="0+",
+    "UpdateFeaturesRequest", 57, Kind.REQUEST, valid="0-3", flexible="0+",
     # v1: AllowDowngrade became UpgradeType (1 upgrade, 2 safe downgrade, 3 unsafe downgrade)
     #     and ValidateOnly was added. v2: the response drops per-feature results.
+    # v3 (KIP-920, kraftwerk): the response may carry MANUAL_METADATA_VERSION_MANAGEMENT_DISABLED.
     fields=[
         field("TimeoutMs", "int32", "0+", default=60000),
         field("FeatureUpdates", "[]FeatureUpdateKey", "0+", fields=[
@@ -19,7 +24,7 @@ UPDATE_FEATURES_REQUEST = message(
 )
 
 UPDATE_FEATURES_RESPONSE = message(
-    "UpdateFeaturesResponse", 57, Kind.RESPONSE, valid="0-2", flexible="0+",
+    "UpdateFeaturesResponse", 57, Kind.RESPONSE, valid="0-3", flexible="0+",
     fields=[
         field("ThrottleTimeMs", "int32", "0+"),
         field("ErrorCode", "int16", "0+"),

@@ -1,4 +1,5 @@
-"""Topic administration and discovery: Metadata (apiKey 3), CreateTopics (19), DeleteTopics (20).
+"""Topic administration and discovery: Metadata (apiKey 3), CreateTopics (19), DeleteTopics (20),
+CreatePartitions (37), DescribeTopicPartitions (75).
 
 Every version Kafka ever defined is declared, including CreateTopics v0-1 and DeleteTopics v0
 that KIP-896 removed from the broker in 4.0.
@@ -140,6 +141,82 @@ DELETE_TOPICS_RESPONSE = message(
     ],
 )
 
+# ------------------------------------------------------------------------- CreatePartitions
+
+CREATE_PARTITIONS_REQUEST = message(
+    "CreatePartitionsRequest", 37, Kind.REQUEST, valid="0-3", flexible="2+",
+    # v1 = v0. v2 flexible. v3 may answer THROTTLING_QUOTA_EXCEEDED (KIP-599).
+    fields=[
+        field("Topics", "[]CreatePartitionsTopic", "0+", fields=[
+            field("Name", "string", "0+", entity_type="topicName"),
+            field("Count", "int32", "0+"),
+            field("Assignments", "[]CreatePartitionsAssignment", "0+", nullable="0+", fields=[
+                field("BrokerIds", "[]int32", "0+", entity_type="brokerId"),
+            ]),
+        ]),
+        field("TimeoutMs", "int32", "0+"),
+        field("ValidateOnly", "bool", "0+"),
+    ],
+)
+
+CREATE_PARTITIONS_RESPONSE = message(
+    "CreatePartitionsResponse", 37, Kind.RESPONSE, valid="0-3", flexible="2+",
+    fields=[
+        field("ThrottleTimeMs", "int32", "0+"),
+        field("Results", "[]CreatePartitionsTopicResult", "0+", fields=[
+            field("Name", "string", "0+", entity_type="topicName"),
+            field("ErrorCode", "int16", "0+"),
+            field("ErrorMessage", "string", "0+", nullable="0+", default="null"),
+        ]),
+    ],
+)
+
+# ------------------------------------------------------------------ DescribeTopicPartitions
+
+_CURSOR = [
+    field("TopicName", "string", "0+", entity_type="topicName"),
+    field("PartitionIndex", "int32", "0+"),
+]
+
+DESCRIBE_TOPIC_PARTITIONS_REQUEST = message(
+    "DescribeTopicPartitionsRequest", 75, Kind.REQUEST, valid="0", flexible="0+",
+    # KIP-966: the paged topic description (brokers only).
+    fields=[
+        field("Topics", "[]TopicRequest", "0+", fields=[
+            field("Name", "string", "0+", entity_type="topicName"),
+        ]),
+        field("ResponsePartitionLimit", "int32", "0+", default=2000),
+        field("Cursor", "Cursor", "0+", nullable="0+", default="null", fields=list(_CURSOR)),
+    ],
+)
+
+DESCRIBE_TOPIC_PARTITIONS_RESPONSE = message(
+    "DescribeTopicPartitionsResponse", 75, Kind.RESPONSE, valid="0", flexible="0+",
+    fields=[
+        field("ThrottleTimeMs", "int32", "0+", ignorable=True),
+        field("Topics", "[]DescribeTopicPartitionsResponseTopic", "0+", fields=[
+            field("ErrorCode", "int16", "0+"),
+            field("Name", "string", "0+", nullable="0+", entity_type="topicName"),
+            field("TopicId", "uuid", "0+", ignorable=True),
+            field("IsInternal", "bool", "0+", default=False, ignorable=True),
+            field("Partitions", "[]DescribeTopicPartitionsResponsePartition", "0+", fields=[
+                field("ErrorCode", "int16", "0+"),
+                field("PartitionIndex", "int32", "0+"),
+                field("LeaderId", "int32", "0+", entity_type="brokerId"),
+                field("LeaderEpoch", "int32", "0+", default=-1, ignorable=True),
+                field("ReplicaNodes", "[]int32", "0+", entity_type="brokerId"),
+                field("IsrNodes", "[]int32", "0+", entity_type="brokerId"),
+                field("EligibleLeaderReplicas", "[]int32", "0+", nullable="0+", default="null",
+                      entity_type="brokerId"),
+                field("LastKnownElr", "[]int32", "0+", nullable="0+", default="null", entity_type="brokerId"),
+                field("OfflineReplicas", "[]int32", "0+", ignorable=True, entity_type="brokerId"),
+            ]),
+            field("TopicAuthorizedOperations", "int32", "0+", default=-2147483648),
+        ]),
+        field("NextCursor", "Cursor", "0+", nullable="0+", default="null", fields=list(_CURSOR)),
+    ],
+)
+
 SPECS = (
     METADATA_REQUEST,
     METADATA_RESPONSE,
@@ -147,4 +224,8 @@ SPECS = (
     CREATE_TOPICS_RESPONSE,
     DELETE_TOPICS_REQUEST,
     DELETE_TOPICS_RESPONSE,
+    CREATE_PARTITIONS_REQUEST,
+    CREATE_PARTITIONS_RESPONSE,
+    DESCRIBE_TOPIC_PARTITIONS_REQUEST,
+    DESCRIBE_TOPIC_PARTITIONS_RESPONSE,
 )
