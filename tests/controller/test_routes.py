@@ -31,17 +31,6 @@ def test_every_routed_key_is_declared_and_advertised() -> None:
     assert advertised == set(ROUTES) | set(RAFT_API_KEYS)
 
 
-def test_a_standby_answers_only_the_routes_that_need_no_active_controller() -> None:
-    controller = _standby()
-    for key, route in ROUTES.items():
-        if key == ApiKey.ENVELOPE:
-            continue
-        version = by_api_key(Kind.REQUEST, key).valid_versions.lowest
-        reply = controller.handle_request(key, version, {}, 0)
-        error = reply.body.get("errorCode") if hasattr(reply, "body") else None
-        assert (error == Errors.NOT_CONTROLLER.code) == route.active_only, (key, reply)
-
-
 def test_an_envelope_carries_only_forwardable_requests() -> None:
     controller = _standby()
     for key, route in ROUTES.items():
