@@ -40,6 +40,9 @@ class ClusterControlManager:
         against each other; the image alone is the committed state."""
         self._fencing: set[int] = set()
         self._self_registration_sent_offset = -2
+        self.reported_static_configs: dict[int, tuple[tuple[str, str | None], ...]] = {}
+        """Broker id → the StaticConfigs of its last registration (KIP-1294), kept in memory while
+        the metadata.version is too low to persist them; written at the upgrade that allows it."""
 
     def on_committed(self, record: MetadataRecord) -> None:
         """A replayed record settles a fencing or a registration this controller appended."""
@@ -222,6 +225,9 @@ class ClusterControlManager:
             value["logDirs"] = list(body.get("logDirs") or ())
         if record_version >= 4 and body.get("cordonedLogDirs"):
             value["cordonedLogDirs"] = list(body.get("cordonedLogDirs") or ())
+        if body.get("staticConfigs"):
+            self.reported_static_configs[broker_id] = tuple(
+                (c["name"], c.get("value")) for c in body["staticConfigs"])
         if record_version >= 5 and body.get("staticConfigs"):
             value["staticConfigs"] = [
                 {"name": c["name"], "value": c.get("value")} for c in body.get("staticConfigs") or ()
