@@ -7,8 +7,8 @@ rules themselves are the pure checks in :mod:`kraftwerk.controller.features`.
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kraftwerk.controller import features as fc

@@ -153,7 +153,8 @@ class MetadataVersionAudit:
             v = f.violation
             origin = "" if v.origin is None else f" from {v.origin.name}"
             since = "" if v.level is None else f" since metadata.version {v.metadata_version}"
-            parts.append(f"{f.subject}={v.value}{origin} breaks {v.rule or 'its validator'}{since} ({v.reason})")
+            rule = v.rule or "its validator"
+            parts.append(f"{f.subject}={v.value}{origin} breaks {rule}{since} ({v.reason})")
         if self.unknown_brokers and self.reports_expected:
             parts.append("broker(s) " + ", ".join(map(str, self.unknown_brokers)) + " never reported "
                          "their static configs (older software; --skip-config-audit overrides)")
