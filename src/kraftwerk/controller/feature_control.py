@@ -6,6 +6,7 @@ rules themselves are the pure checks in :mod:`kraftwerk.controller.features`.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -129,14 +130,20 @@ class FeatureControlManager:
             allow_unsafe_downgrade=self._c.allow_unsafe_downgrade,
         )
         mv_level = next((u.level for u in updates if u.feature == FEATURE_NAME), None)
+        audit = None
         if outcome.ok and mv_level is not None:
             audit = self.config_audit(mv_level, skip=bool(body.get("skipConfigAudit", False)))
-            if audit is not None and audit.refused:
-                log.warning("[QuorumController id=%d] %s", self._c.node_id, audit.message())
-                return Respond(update_features_error_body(
-                    version, outcome.feature_names, Errors.INVALID_UPDATE_VERSION,
-                    fc.ATOMIC_FAILURE_PREFIX + audit.message()))
-        response = update_features_response(version, outcome)
+        if audit is not None and audit.refused:
+            log.warning("[QuorumController id=%d] %s", self._c.node_id, audit.message())
+            response = update_features_error_body(
+                version, outcome.feature_names, Errors.INVALID_UPDATE_VERSION,
+                fc.ATOMIC_FAILURE_PREFIX + audit.message())
+        else:
+            response = update_features_response(version, outcome)
+        if audit is not None and version >= 3:
+            response["configAudit"] = json.dumps(audit.to_json())
+        if audit is not None and audit.refused:
+            return Respond(response)
         if not outcome.ok or not outcome.records:
             return Respond(response)
         records = self._elr_config_records(outcome.records) + list(outcome.records)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import json
 import logging
 import socket
 import struct
@@ -82,6 +83,8 @@ class UpdateResult:
 
     error: Errors
     message: str | None = None
+    config_audit: Mapping[str, Any] | None = None
+    """kraftwerk (KIP-1294): the controller's pre-flight config audit of a metadata.version change."""
 
     @property
     def ok(self) -> bool:
@@ -419,7 +422,8 @@ class AdminClient:
                                "(no active controller is known yet)")
 
     def update_features(self, updates: Mapping[str, FeatureUpdate], *, validate_only: bool = False,
-                        timeout_ms: int | None = None) -> dict[str, UpdateResult]:
+                        timeout_ms: int | None = None, skip_config_audit: bool = False
+                        ) -> dict[str, UpdateResult]:
         """Send UpdateFeatures; return a result per requested feature (Kafka's per-feature futures).
 
         Raises :class:`AdminClientError` only when no request could be completed at all.
@@ -444,6 +448,11 @@ class AdminClient:
                 version = conn.usable_version(UPDATE_FEATURES)
                 body = update_features_body(updates, version, validate_only=validate_only,
                                             timeout_ms=timeout)
+                if skip_config_audit:
+                    if version < 3:
+                        raise AdminClientError("--skip-config-audit needs a kraftwerk controller "
+                                               "(UpdateFeatures v3)")
+                    body["skipConfigAudit"] = True
                 _, value = self._call(conn, UPDATE_FEATURES, body, version)
             except MismatchedEndpointTypeError:
                 raise
@@ -524,14 +533,16 @@ def update_features_results(updates: Mapping[str, FeatureUpdate],
     (v2, which dropped them).
     """
     top = Errors.for_code(value["errorCode"])
+    audit = json.loads(value["configAudit"]) if value.get("configAudit") else None
     if top is not Errors.NONE:
-        failure = UpdateResult(top, value.get("errorMessage"))
+        failure = UpdateResult(top, value.get("errorMessage"), audit)
         return {name: failure for name in updates}
     results = value.get("results") or []
     if not results:
         # A success may still carry a message: kraftwerk's accepted unsafe downgrade reports
         # what was lost there (Kafka never sends one on success).
-        return {name: UpdateResult(Errors.NONE, value.get("errorMessage")) for name in updates}
+        return {name: UpdateResult(Errors.NONE, value.get("errorMessage"),
+                                   audit if name == "metadata.version" else None) for name in updates}
     by_name = {r["feature"]: UpdateResult(Errors.for_code(r["errorCode"]), r.get("errorMessage"))
                for r in results}
     missing = UpdateResult(Errors.UNKNOWN_SERVER_ERROR, None)

@@ -37,6 +37,8 @@ UPDATE_FEATURES_RESPONSE = message(
             field("ErrorCode", "int16", "0+"),
             field("ErrorMessage", "string", "0+", nullable="0+"),
         ]),
+        # kraftwerk (KIP-1294): the pre-flight config audit of a metadata.version change, as JSON.
+        field("ConfigAudit", "string", "3+", nullable="3+", tagged="3+", tag=0, default=None),
     ],
 )
 
