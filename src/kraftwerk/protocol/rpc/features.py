@@ -38,7 +38,7 @@ UPDATE_FEATURES_RESPONSE = message(
             field("ErrorMessage", "string", "0+", nullable="0+"),
         ]),
         # kraftwerk (KIP-1294): the pre-flight config audit of a metadata.version change, as JSON.
-        field("ConfigAudit", "string", "3+", nullable="3+", tagged="3+", tag=0, default=None),
+        field("ConfigAudit", "string", "3+", nullable="3+", tagged="3+", tag=0, default="null"),
     ],
 )
 
