@@ -194,6 +194,9 @@ class ClusterControlManager:
                 "[QuorumController id=%d] Unable to register broker %d: %s", self._c.node_id, broker_id, err
             )
             raise err
+        if body.get("staticConfigs"):  # even an unchanged, amending registration refreshes them
+            self.reported_static_configs[broker_id] = tuple(
+                (c["name"], c.get("value")) for c in body["staticConfigs"])
         amending = existing is not None and existing.incarnation_id == incarnation
         prior = existing if amending else None
         if prior is not None:
@@ -225,9 +228,6 @@ class ClusterControlManager:
             value["logDirs"] = list(body.get("logDirs") or ())
         if record_version >= 4 and body.get("cordonedLogDirs"):
             value["cordonedLogDirs"] = list(body.get("cordonedLogDirs") or ())
-        if body.get("staticConfigs"):
-            self.reported_static_configs[broker_id] = tuple(
-                (c["name"], c.get("value")) for c in body["staticConfigs"])
         if record_version >= 5 and body.get("staticConfigs"):
             value["staticConfigs"] = [
                 {"name": c["name"], "value": c.get("value")} for c in body.get("staticConfigs") or ()
