@@ -114,11 +114,6 @@ def test_legacy_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert (code, err) == (1, ["The kafka configuration file appears to be for a legacy cluster. Formatting is only supported for clusters in KRaft mode."])
 
 
-def test_add_scram_is_not_offered(tmp_path: Path) -> None:
-    with pytest.raises(SystemExit):
-        main(["storage", "format", "-c", str(_config(tmp_path)), "-t", CLUSTER, "--add-scram", "x"])
-
-
 def test_info_problems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = _config(tmp_path)
     (tmp_path / "d1").mkdir()
@@ -174,3 +169,46 @@ def test_format_applies_kafka_4_0_minimums_as_rules_of_4_0(tmp_path: Path, capsy
     code, _, err = _run(capsys, "format", "-c", str(_config(tmp_path / "e")), "-t", CLUSTER, "-r", "4.4")
     assert code == 1 and err[0].startswith("Unknown metadata.version '4.4'.")  # 4.3 software has no stable 4.4
     assert not any((tmp_path / d / "d1").exists() for d in "bcde")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["-S", "SCRAM-SHA-256=[name=alice,password=alice-secret]", "-r", "3.5-IV1"], "SCRAM is only supported in metadata.version 3.5-IV2 or later."),
+    (["-S", "SCRAM-SHA-1=[name=alice,password=alice-secret]"], "The add-scram mechanism SCRAM-SHA-1 is not supported."),
+    (["-S", "SCRAM-SHA-256"], "Failed to find equals sign in SCRAM argument 'SCRAM-SHA-256=...'"),
+    (["-S", "SCRAM-SHA-256=name=alice"], "Expected configuration string to start with ["),
+    (["-S", "SCRAM-SHA-256=[name=alice,password=alice-secret"], "Expected configuration string to end with ]"),
+    (["-S", "SCRAM-SHA-256=[password=alice-secret]"], "You must supply 'name' to add-scram"),
+    (["-S", "SCRAM-SHA-256=[name=alice]"], "You must supply one of 'password' or 'saltedpassword' to add-scram"),
+    (["-S", "SCRAM-SHA-256=[name=alice,saltedpassword=YWxpY2Utc2VjcmV0]"], "You must supply 'salt' with 'saltedpassword' to add-scram"),
+    (["-S", "SCRAM-SHA-256=[name=alice,password=alice-secret,iterations=10]"], "The 'iterations' value must be >= 4096 for add-scram using SCRAM-SHA-256"),
+    (["-S", "SCRAM-SHA-512=[name=alice,password=alice-secret,iterations=20000]"], "The 'iterations' value must be <= 16384 for add-scram using SCRAM-SHA-512"),
+    (["-S", "SCRAM-SHA-256=[name=alice,password=alice-secret,colour=red]"], "Unknown SCRAM configurations: colour"),
+    (["-S", "SCRAM-SHA-256=[name=alice,salt=N3E=,saltedpassword=alice-secret!]"], "Failed to decode given saltedPassword (not base64)"),
+])
+def test_add_scram_refusals(args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "format", "-c", str(_config(tmp_path)), "-t", CLUSTER, *args)
+    assert (code, out, err) == (1, [], [message])
+    assert not (tmp_path / "d1" / "meta.properties").exists()
+
+
+def test_add_scram_writes_credential_records_and_prints_no_secret(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--add-scram`` as Kafka's: a password, or a salt and salted password giving the same keys."""
+    import base64
+    import hashlib
+
+    salt = b"7q"
+    salted = hashlib.pbkdf2_hmac("sha512", b"alice-secret", salt, 8192)
+    code, out, err = _run(capsys, "format", "-c", str(_config(tmp_path)), "-t", CLUSTER,
+                          "-S", f"SCRAM-SHA-256=[name=alice,password=alice-secret,salt={base64.b64encode(salt).decode()}]",
+                          "-S", f'SCRAM-SHA-512=[name=alice,iterations=8192,salt="{base64.b64encode(salt).decode()}",'
+                                f'saltedpassword="{base64.b64encode(salted).decode()}"]')
+    assert (code, err) == (0, [])
+    assert "UserScramCredentialRecord(name='alice', mechanism=1, salt=[redacted], storedKey=[redacted], serverKey=[redacted], iterations=4096) at version 0)" in out[0]
+    assert "alice-secret" not in "\n".join(out)
+    records = [r.value for r in read_bootstrap(tmp_path / "meta").records if r.spec.name == "UserScramCredentialRecord"]
+    from kraftwerk.protocol.sasl_mechanisms import scram_credential
+
+    expected = [scram_credential("SCRAM-SHA-256", "alice-secret", salt=salt),
+                scram_credential("SCRAM-SHA-512", "alice-secret", iterations=8192, salt=salt)]
+    assert [(r["mechanism"], r["salt"], r["storedKey"], r["serverKey"], r["iterations"]) for r in records] == [
+        (m, c.salt, c.stored_key, c.server_key, c.iterations) for m, c in zip((1, 2), expected, strict=True)]

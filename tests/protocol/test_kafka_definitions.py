@@ -116,6 +116,7 @@ def load_table() -> tuple[dict[str, str], tuple[KafkaMessage, ...]]:
             continue
         row = line.split("\t")
         if row[0] == "source":
+            assert row[1] not in sources, f"source {row[1]} is declared twice"
             sources[row[1]] = row[2]
         elif row[0] == "message":
             close()

@@ -47,6 +47,7 @@ def test_specs_are_registered_under_kafka_names_and_keys() -> None:
         "ApiVersions": 18, "DescribeCluster": 60, "BrokerRegistration": 62, "BrokerHeartbeat": 63,
         "UnregisterBroker": 64, "ControllerRegistration": 70, "Envelope": 58, "DescribeConfigs": 32,
         "AlterConfigs": 33, "IncrementalAlterConfigs": 44, "SaslHandshake": 17, "SaslAuthenticate": 36,
+        "DescribeUserScramCredentials": 50, "AlterUserScramCredentials": 51,
     }
     for name, key in expected.items():
         for kind in (Kind.REQUEST, Kind.RESPONSE):
@@ -187,6 +188,8 @@ _KIO_PACKAGE = {
     "Envelope": "envelope", "DescribeConfigs": "describe_configs", "AlterConfigs": "alter_configs",
     "IncrementalAlterConfigs": "incremental_alter_configs", "SaslHandshake": "sasl_handshake",
     "SaslAuthenticate": "sasl_authenticate",
+    "DescribeUserScramCredentials": "describe_user_scram_credentials",
+    "AlterUserScramCredentials": "alter_user_scram_credentials",
 }
 
 

@@ -65,6 +65,9 @@ def test_combined_config() -> None:
     assert [e.port for e in config.effective_advertised_listeners] == [9092]
 
 
+SASL = {"listeners": "PLAINTEXT://:9092,SASL_PLAINTEXT://:9093", "inter.broker.listener.name": "PLAINTEXT"}
+
+
 @pytest.mark.parametrize(("base", "change", "message"), [
     (CONTROLLER, {"process.roles": None}, 'Missing required configuration "process.roles"'),
     (CONTROLLER, {"process.roles": "zookeeper"},
@@ -98,14 +101,32 @@ def test_combined_config() -> None:
      "Invalid value 2.1 for configuration kraftwerk.software.version: Unknown software release"),
     (BROKER, {"node.id": "1"}, "If process.roles contains just the 'broker' role, the node id 1 must not"),
     (BROKER, {"listeners": "PLAINTEXT://127.0.0.1:nine"}, "Unable to parse PLAINTEXT://127.0.0.1:nine"),
-    (BROKER, {"listeners": "SSL://127.0.0.1:9092"}, "serve PLAINTEXT only"),
+    (BROKER, {"listeners": "SSL://127.0.0.1:9092"}, "inter-node listeners (controller.listener.names, "
+                                                    "inter.broker.listener.name) are PLAINTEXT only"),
+    (BROKER, {"listeners": "PLAINTEXT://:9092,SSL://:9093", "inter.broker.listener.name": "PLAINTEXT"},
+     "Listener SSL: kraftwerk reads PEM key stores only; set ssl.keystore.type=PEM"),
+    (BROKER, {"listeners": "PLAINTEXT://:9092,SSL://:9093", "inter.broker.listener.name": "PLAINTEXT",
+              "ssl.keystore.type": "PEM"}, "Listener SSL: an SSL listener needs ssl.keystore.location"),
+    (BROKER, {"listeners": "PLAINTEXT://:9092,SSL://:9093", "inter.broker.listener.name": "PLAINTEXT",
+              "ssl.keystore.type": "PEM", "ssl.keystore.location": "/nonexistent/ks.pem",
+              "ssl.key.password": "s3cret-planted"}, "Listener SSL: unable to load the key store"),
+    (BROKER, SASL, "Listener SASL_PLAINTEXT: SASL mechanism(s) GSSAPI are not supported"),
+    (BROKER, {**SASL, "sasl.enabled.mechanisms": "PLAIN"},
+     "Listener SASL_PLAINTEXT enables SASL PLAIN but has no JAAS"),
+    (BROKER, {**SASL, "sasl.enabled.mechanisms": "PLAIN",
+              "listener.name.sasl_plaintext.plain.sasl.jaas.config": 'M required user_a="s3cret-planted"'},
+     "Invalid JAAS config for listener SASL_PLAINTEXT"),
+    (BROKER, {"listeners": "PLAINTEXT://:9092,X://:9093", "inter.broker.listener.name": "PLAINTEXT",
+              "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,X:KERBEROS,CONTROLLER:PLAINTEXT"},
+     "Unknown security protocol KERBEROS for listener X"),
     (BROKER, {"broker.heartbeat.interval.ms": "5000"}, "must be less than broker.session.timeout.ms"),
     (BROKER, {"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"}, "nonroutable meta-address 0.0.0.0"),
 ])
 def test_invalid_configs(base: dict[str, str], change: dict[str, str | None], message: str) -> None:
     props = {k: v for k, v in {**base, **change}.items() if v is not None}
-    with pytest.raises(ConfigError, match=re.escape(message)):
+    with pytest.raises(ConfigError, match=re.escape(message)) as raised:
         ServerConfig.from_properties(props)
+    assert "s3cret-planted" not in str(raised.value)
 
 
 def test_values_through_the_catalogue_and_unknown_names_logged(caplog: pytest.LogCaptureFixture) -> None:

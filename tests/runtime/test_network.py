@@ -18,7 +18,7 @@ from kraftwerk.runtime import framing
 from kraftwerk.runtime.client import Connection, ReconnectingClient
 from kraftwerk.runtime.errors import ConnectionClosedError, FrameTooLargeError, NetworkError
 from kraftwerk.runtime.ratelimit import RateLimitedLog
-from kraftwerk.runtime.server import KafkaServer, Request
+from kraftwerk.runtime.server import ConnectionLimits, KafkaServer, Request
 
 
 class TinyHandler:
@@ -214,8 +214,11 @@ def test_request_frames_round_trip_through_the_parser() -> None:
         assert not parsed.unsupported_api_versions
 
 
-async def _with_server(handler: Any, body: Any) -> Any:
-    server = KafkaServer(handler, "127.0.0.1", 0)
+UNLIMITED = ConnectionLimits()
+
+
+async def _with_server(handler: Any, body: Any, limits: ConnectionLimits = UNLIMITED) -> Any:
+    server = KafkaServer(handler, "127.0.0.1", 0, limits=limits)
     await server.start()
     try:
         return await body(server)
@@ -283,3 +286,56 @@ def test_reconnecting_client_backs_off_then_connects() -> None:
             await server.close()
 
     asyncio.run(body())
+
+
+def _api_versions(conn: Connection) -> Any:
+    return conn.send(18, 3, {"clientSoftwareName": "t", "clientSoftwareVersion": "1"})[1]
+
+
+def test_connections_per_ip_and_in_total_are_bounded(caplog: pytest.LogCaptureFixture) -> None:
+    """``max.connections.per.ip`` refuses the next connection from that address (and a freed slot
+    is reused); an override raises the limit for one address; ``max.connections`` caps the total."""
+
+    async def body(server: KafkaServer) -> None:
+        first = await Connection.open("127.0.0.1", server.port)
+        second = await Connection.open("127.0.0.1", server.port)
+        assert (await _api_versions(first))["errorCode"] == 0
+        with pytest.raises(NetworkError):
+            await _api_versions(second)
+        await first.close()
+        await asyncio.sleep(0.05)
+        third = await Connection.open("127.0.0.1", server.port)
+        assert (await _api_versions(third))["errorCode"] == 0
+        await third.close()
+
+    with caplog.at_level(logging.WARNING, "kraftwerk.runtime.server"):
+        asyncio.run(_with_server(TinyHandler(), body, ConnectionLimits(max_connections_per_ip=1)))
+    assert "address already has the configured maximum of 1 connections" in caplog.text
+
+    async def total(server: KafkaServer) -> None:
+        conns = [await Connection.open("127.0.0.1", server.port) for _ in range(3)]
+        assert [(await _api_versions(c))["errorCode"] for c in conns[:2]] == [0, 0]
+        with pytest.raises(NetworkError):
+            await _api_versions(conns[2])
+        for conn in conns:
+            await conn.close()
+
+    overrides = {"127.0.0.1": 5}
+    asyncio.run(_with_server(TinyHandler(), total, ConnectionLimits(2, 1, overrides)))
+
+
+def test_idle_connections_are_closed_but_busy_ones_are_not() -> None:
+    """``connections.max.idle.ms``: a connection with nothing to read and nothing in flight is
+    closed; one waiting for a slow answer is kept."""
+
+    async def body(server: KafkaServer) -> None:
+        idle = await Connection.open("127.0.0.1", server.port)
+        busy = await Connection.open("127.0.0.1", server.port)
+        _, slow = busy.send(60, 0, {"includeClusterAuthorizedOperations": True})  # 0.2 s > idle
+        assert (await slow)["errorCode"] == 0
+        await asyncio.sleep(0.3)
+        with pytest.raises(NetworkError):
+            await _api_versions(idle)
+        await busy.close()
+
+    asyncio.run(_with_server(TinyHandler(), body, ConnectionLimits(idle_ms=100)))

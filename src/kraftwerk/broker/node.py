@@ -42,6 +42,7 @@ from kraftwerk.controller.effects import (
     Respond,
 )
 from kraftwerk.controller.responses import describe_cluster_brokers, pick_listener
+from kraftwerk.controller.scram_control import describe_scram
 from kraftwerk.image.errors import FatalFaultError
 from kraftwerk.image.model import Endpoint, MetadataImage
 from kraftwerk.image.replay import ImageReplayer
@@ -484,6 +485,9 @@ class BrokerNode:
         """Sent on to the active controller in an Envelope (KIP-590)."""
         return Forward(request.api_key, request.version, dict(request.body))
 
+    def describe_user_scram_credentials(self, request: Request) -> Respond:
+        return Respond(describe_scram(self.image, request.body))
+
     def api_versions(self, request: Request) -> Respond:
         levels, epoch = finalized_levels(self.image, self.kraft_version), self.image.features_epoch
         return Respond(api_versions_body(request.version, self._api_ranges, self.software, levels, epoch))
@@ -636,10 +640,16 @@ ROUTES: Mapping[int, Callable[[BrokerNode, Request], Respond | Forward]] = {
     ApiKey.CREATE_PARTITIONS: BrokerNode.forward,
     ApiKey.ALTER_CONFIGS: BrokerNode.alter_configs,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: BrokerNode.alter_configs,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: BrokerNode.forward,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: BrokerNode.describe_user_scram_credentials,
 }
 """Api key → handler: adding a broker RPC is one handler method and one line here."""
 
-BROKER_API_KEYS = tuple(ROUTES)
+DATA_PLANE_API_KEYS = (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.INIT_PRODUCER_ID,
+                       ApiKey.OFFSET_FOR_LEADER_EPOCH)
+"""Answered by the runtime's data plane (partition logs), not by this core."""
+
+BROKER_API_KEYS = (*ROUTES, *DATA_PLANE_API_KEYS)
 """What :meth:`BrokerNode.handle_request` answers (UpdateFeatures and the topic and config writes by
 forwarding)."""
 

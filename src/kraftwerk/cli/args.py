@@ -222,6 +222,24 @@ def feature_name(text: str) -> str:
     return name
 
 
+def scram_credential(text: str) -> str:
+    """``--add-scram MECHANISM=[name=...,password=...]``: format parses it with Kafka's
+    ScramParser texts (never echoing a password)."""
+    return text
+
+
+def scram_mechanism_config(text: str) -> str:
+    """``scram alter --add MECHANISM=[iterations=N,password=P]``, parsed by the command."""
+    return text
+
+
+def user_name(text: str) -> str:
+    """A SCRAM user name: anything but empty."""
+    if not text:
+        raise argparse.ArgumentTypeError("A user name can not be empty.")
+    return text
+
+
 def bootstrap_servers(text: str) -> str:
     """``host:port,...`` as Kafka's ``ClientUtils.parseAndValidateAddresses`` checks it."""
     from kraftwerk.runtime.admin_client import parse_bootstrap
@@ -230,6 +248,20 @@ def bootstrap_servers(text: str) -> str:
         parse_bootstrap(text)
     except KraftwerkError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def start_offset(text: str) -> str:
+    """``beginning``, ``end`` or a non-negative offset (kcat's ``-o``)."""
+    if text in ("beginning", "end") or (text.isdigit() and text.isascii()):
+        return text
+    raise argparse.ArgumentTypeError(f"must be beginning, end or a non-negative offset, not {text!r}")
+
+
+def delimiter(text: str) -> str:
+    """A non-empty separator string."""
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
     return text
 
 

@@ -27,12 +27,15 @@ GROUP_MODULES = (
     "kraftwerk.cli.features_cmd",
     "kraftwerk.cli.topics_cmd",
     "kraftwerk.cli.configs_cmd",
+    "kraftwerk.cli.scram_cmd",
     "kraftwerk.cli.dump_log_cmd",
     "kraftwerk.cli.metadata_cmd",
     "kraftwerk.cli.sim_cmd",
     "kraftwerk.cli.pipeline_cmd",
     "kraftwerk.cli.server_cmd",
     "kraftwerk.cli.cluster_cmd",
+    "kraftwerk.cli.produce_cmd",
+    "kraftwerk.cli.consume_cmd",
     "kraftwerk.cli.migration_cmd",
 )
 

@@ -19,6 +19,7 @@ from kraftwerk.cli.args import (
     input_file,
     release_or_level,
     release_version,
+    scram_credential,
 )
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.protocol.json_form import uuid_to_str
@@ -31,6 +32,7 @@ from kraftwerk.storage.format import (
     random_cluster_id,
 )
 from kraftwerk.storage.properties import META_PROPERTIES_FILE, read_meta_properties
+from kraftwerk.storage.scram import scram_records
 from kraftwerk.versions import metadata_version as mvs
 from kraftwerk.versions.errors import VersionError
 from kraftwerk.versions.mapping import feature_dependencies, parse_feature_spec, version_mapping
@@ -116,6 +118,11 @@ def _add_format(commands: Any) -> None:
                           "numeric level (like --feature metadata.version=N)")
     sub.add_argument("--feature", "-f", action="append", type=feature_level, metavar="NAME=LEVEL",
                      help="a feature level, e.g. kraft.version=1 (repeatable)")
+    sub.add_argument("--add-scram", "-S", action="append", default=[], metavar="SCRAM_CREDENTIAL",
+                     type=scram_credential,
+                     help="a SCRAM credential to add to the __cluster_metadata log, e.g. "
+                          "'SCRAM-SHA-256=[name=alice,password=alice-secret]' or "
+                          "'SCRAM-SHA-512=[name=alice,iterations=8192,salt=\"N3E=\",saltedpassword=\"YCE=\"]'")
     quorum = sub.add_mutually_exclusive_group()
     quorum.add_argument("--standalone", "-s", action="store_true",
                         help="initialize a controller as a single-node dynamic quorum")
@@ -175,6 +182,7 @@ def _format(args: argparse.Namespace) -> int:
         controller_listener_name=(config.controller_listener_names or ("CONTROLLER",))[0],
         software=config.software,
         static_configs=config.static_configs,
+        scram=scram_records(args.add_scram),
         out=print if text else None,
     )
     if not text:

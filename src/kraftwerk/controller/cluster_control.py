@@ -9,6 +9,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from kraftwerk.controller import partitions as pc
 from kraftwerk.controller.common import features_from_request, ranges_of, rec
 from kraftwerk.controller.effects import AppendThenRespond, Body, Respond
 from kraftwerk.controller.errors import ApiError
@@ -80,6 +81,7 @@ class ClusterControlManager:
         """Records to append now: fence brokers whose session expired; register this controller
         when the metadata.version allows it and the image lacks (or has stale) registration."""
         out: list[MetadataRecord] = []
+        timed_out: set[int] = set()
         for broker_id, last in sorted(self.last_contact.items()):
             if broker_id in self._fencing or not self._unfenced(broker_id):
                 continue
@@ -91,9 +93,17 @@ class ClusterControlManager:
                     broker_id,
                 )
                 out.append(self._fence_record(broker, in_controlled_shutdown=False))
+                timed_out.add(broker_id)
                 self._fencing.add(broker_id)
+        if timed_out:
+            out.extend(pc.on_brokers_fenced(self._c.image, self._mv(), timed_out))
         out.extend(self._self_registration())
         return out
+
+    def _mv(self) -> MetadataVersion:
+        mv = self._c.image.metadata_version
+        assert mv is not None
+        return mv
 
     def _unfenced(self, broker_id: int) -> bool:
         broker = self._c.image.cluster.brokers.get(broker_id)
@@ -376,12 +386,14 @@ class ClusterControlManager:
             # (Kafka's SHUTDOWN_NOW when the broker leads nothing): fence it and let it go.
             if not fenced:
                 records.append(self._fence_record(broker, in_controlled_shutdown=True))
+                records.extend(pc.on_brokers_fenced(self._c.image, self._mv(), {broker_id}))
                 self._fencing.add(broker_id)
             fenced = True
             should_shutdown = True
         elif want_fence:
             if not fenced:
                 records.append(self._fence_record(broker, in_controlled_shutdown=False))
+                records.extend(pc.on_brokers_fenced(self._c.image, self._mv(), {broker_id}))
                 self._fencing.add(broker_id)
             fenced = True
         elif fenced and caught_up:
@@ -393,6 +405,7 @@ class ClusterControlManager:
                 register_offset,
             )
             records.append(self._unfence_record(broker))
+            records.extend(pc.on_broker_unfenced(self._c.image, self._mv(), broker_id))
             fenced = False
         response = {
             "throttleTimeMs": 0,

@@ -42,7 +42,9 @@ from kraftwerk.controller.configs import ConfigurationControlManager
 from kraftwerk.controller.effects import AppendThenRespond, Body, Effect, Respond
 from kraftwerk.controller.errors import ApiError
 from kraftwerk.controller.feature_control import FeatureControlManager
+from kraftwerk.controller.partitions import PartitionControlManager
 from kraftwerk.controller.responses import encode_response, error_body, not_controller_body
+from kraftwerk.controller.scram_control import ScramControlManager
 from kraftwerk.controller.topics import ReplicationControlManager
 from kraftwerk.image.errors import FatalFaultError
 from kraftwerk.image.model import ConfigResource, Endpoint, MetadataImage
@@ -147,7 +149,9 @@ class QuorumController:
         self.cluster = ClusterControlManager(self)
         self.features = FeatureControlManager(self)
         self.topics = ReplicationControlManager(self)
+        self.partitions = PartitionControlManager(self)
         self.configs = ConfigurationControlManager(self)
+        self.scram = ScramControlManager(self)
 
     # ------------------------------------------------------------------ state
 
@@ -397,7 +401,9 @@ class ControllerRoute:
 _cluster: Callable[[QuorumController], ClusterControlManager] = attrgetter("cluster")
 _features: Callable[[QuorumController], FeatureControlManager] = attrgetter("features")
 _topics: Callable[[QuorumController], ReplicationControlManager] = attrgetter("topics")
+_partitions: Callable[[QuorumController], PartitionControlManager] = attrgetter("partitions")
 _configs: Callable[[QuorumController], ConfigurationControlManager] = attrgetter("configs")
+_scram: Callable[[QuorumController], ScramControlManager] = attrgetter("scram")
 
 ROUTES: Mapping[int, ControllerRoute] = {
     ApiKey.API_VERSIONS: ControllerRoute(QuorumController.api_versions, active_only=False, forwardable=True),
@@ -417,6 +423,7 @@ ROUTES: Mapping[int, ControllerRoute] = {
     ApiKey.CREATE_TOPICS: ControllerRoute(
         via(_topics, ReplicationControlManager.create_topics), forwardable=True
     ),
+    ApiKey.ALTER_PARTITION: ControllerRoute(via(_partitions, PartitionControlManager.alter_partition)),
     ApiKey.DELETE_TOPICS: ControllerRoute(
         via(_topics, ReplicationControlManager.delete_topics), forwardable=True
     ),
@@ -431,6 +438,12 @@ ROUTES: Mapping[int, ControllerRoute] = {
     ),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: ControllerRoute(
         via(_configs, ConfigurationControlManager.incremental_alter_configs), forwardable=True
+    ),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: ControllerRoute(
+        via(_scram, ScramControlManager.alter), forwardable=True
+    ),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: ControllerRoute(
+        via(_scram, ScramControlManager.describe), active_only=False, forwardable=True
     ),
 }
 """Api key → handler: adding a controller RPC is one handler method and one line here."""

@@ -79,6 +79,10 @@ def error_body(
             "brokers": [],
             "clusterAuthorizedOperations": -2147483648,
         }
+    if api_key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:  # Kafka's getErrorResponse: every user named
+        users = dict.fromkeys(c["name"] for c in (*body.get("deletions", ()), *body.get("upsertions", ())))
+        return {"throttleTimeMs": 0, "results": [{"user": u, "errorCode": error.code, "errorMessage": message}
+                                                 for u in users]}
     spec = by_api_key(Kind.RESPONSE, api_key)
     out = codec.default_value(spec)
     if "errorCode" in out:

@@ -16,6 +16,7 @@ DECLARING_MODULES = (
     "kraftwerk.protocol.rpc.configs",
     "kraftwerk.protocol.rpc.topics",
     "kraftwerk.protocol.rpc.data",
+    "kraftwerk.protocol.rpc.replication",
     "kraftwerk.protocol.rpc.raft",
     "kraftwerk.protocol.rpc.sasl",
     "kraftwerk.protocol.metadata_records",

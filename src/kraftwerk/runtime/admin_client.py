@@ -44,6 +44,8 @@ from kraftwerk.protocol.schema import Kind, MessageSpec
 log = logging.getLogger(__name__)
 
 API_VERSIONS = 18
+DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+ALTER_USER_SCRAM_CREDENTIALS = 51
 UPDATE_FEATURES = 57
 DESCRIBE_CLUSTER = 60
 ADD_RAFT_VOTER = 80
@@ -466,6 +468,17 @@ class AdminClient:
                 raise AdminClientError(last_error)
             self._sleep(self.retry_backoff_s)
 
+
+    def describe_user_scram_credentials(self, users: Sequence[str] = ()) -> codec.Value:
+        """DescribeUserScramCredentials (every user when ``users`` is empty)."""
+        body = {"users": [{"name": u} for u in users] or None}
+        return self._call(self.any_node(), DESCRIBE_USER_SCRAM_CREDENTIALS, body)[1]
+
+    def alter_user_scram_credentials(self, deletions: Sequence[codec.Value],
+                                     upsertions: Sequence[codec.Value]) -> codec.Value:
+        """AlterUserScramCredentials (a broker forwards it; a controller must be the active one)."""
+        body = {"deletions": list(deletions), "upsertions": list(upsertions)}
+        return self._call(self._controller(), ALTER_USER_SCRAM_CREDENTIALS, body)[1]
 
     def add_raft_voter(self, voter_id: int, directory_id: uuid.UUID,
                        endpoints: Sequence[tuple[str, str, int]], timeout_ms: int = 30_000) -> UpdateResult:

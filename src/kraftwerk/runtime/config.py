@@ -10,6 +10,7 @@ of binaries can be rehearsed on one machine; it defaults to this software.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import logging
 from collections.abc import Mapping
@@ -21,6 +22,8 @@ from kraftwerk.config import ConfigMap, ParsedConfig, log_dirs, parse_broker_con
 from kraftwerk.config.catalogue.controller import LOG_FILE_CONFIG, SOFTWARE_VERSION_CONFIG
 from kraftwerk.config.errors import ConfigError, ConfigValueError, MissingConfigError
 from kraftwerk.errors import KraftwerkError
+from kraftwerk.runtime.security import ListenerSecurity, listener_security
+from kraftwerk.runtime.server import ConnectionLimits
 from kraftwerk.versions.software import SoftwareVersion
 
 
@@ -78,6 +81,14 @@ class ServerConfig:
     quorum_request_timeout_ms: int = 2000
     retry_backoff_ms: int = 20
     socket_request_max_bytes: int = 104_857_600
+    max_connections: int = 2**31 - 1
+    max_connections_per_ip: int = 2**31 - 1
+    #: ``max.connections.per.ip.overrides``: IP address → its own limit
+    max_connections_per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
+    connections_max_idle_ms: int = 600_000
+    failed_authentication_delay_ms: int = 100
+    #: listener name → its TLS context and SASL mechanisms (built at load: a bad key store fails the start)
+    security: Mapping[str, ListenerSecurity] = field(default_factory=dict, repr=False)
     #: ``metadata.max.retention.ms`` and ``metadata.max.retention.bytes`` both -1 (Kafka's
     #: unlimited retention): the metadata log keeps every segment behind its snapshots
     metadata_log_retained: bool = False
@@ -130,6 +141,11 @@ class ServerConfig:
             names = self.controller_listener_names
             return tuple(e for e in self.advertised_listeners if e.listener not in names)
         return self.broker_listeners
+
+    def connection_limits(self) -> ConnectionLimits:
+        return ConnectionLimits(self.max_connections, self.max_connections_per_ip,
+                                self.max_connections_per_ip_overrides, self.connections_max_idle_ms,
+                                self.failed_authentication_delay_ms)
 
     # --- the values as given ---------------------------------------------------------------
 
@@ -215,6 +231,12 @@ class ServerConfig:
             quorum_request_timeout_ms=parsed.integer("controller.quorum.request.timeout.ms"),
             retry_backoff_ms=parsed.integer("controller.quorum.retry.backoff.ms"),
             socket_request_max_bytes=parsed.integer("socket.request.max.bytes"),
+            max_connections=parsed.integer("max.connections"),
+            max_connections_per_ip=parsed.integer("max.connections.per.ip"),
+            max_connections_per_ip_overrides=MappingProxyType(
+                _parse_ip_overrides(parsed.text("max.connections.per.ip.overrides"))),
+            connections_max_idle_ms=parsed.integer("connections.max.idle.ms"),
+            failed_authentication_delay_ms=parsed.integer("connection.failed.authentication.delay.ms"),
             metadata_log_retained=(parsed.integer("metadata.max.retention.ms"),
                                    parsed.integer("metadata.max.retention.bytes")) == (-1, -1),
             unstable_feature_versions_enable=unstable,
@@ -224,7 +246,9 @@ class ServerConfig:
             parsed=parsed,
         )
         config.validate()
-        return config
+        security = {e.listener: listener_security(props, e.listener, protocol_map[e.listener])
+                    for e in listeners}
+        return dataclasses.replace(config, security=MappingProxyType(security))
 
     def validate(self) -> None:
         """Kafka's ``KafkaConfig`` KRaft checks, with its texts."""
@@ -258,9 +282,11 @@ class ServerConfig:
             protocol = self.security_protocol_map.get(endpoint.listener)
             if protocol is None:
                 raise _E(f"No security protocol defined for listener {endpoint.listener}")
-            if protocol != "PLAINTEXT":
-                raise _E(f"Listener {endpoint.listener} uses security protocol {protocol}; kraftwerk nodes "
-                         "serve PLAINTEXT only")
+            inter_node = (*self.controller_listener_names, self.inter_broker_listener_name)
+            if protocol != "PLAINTEXT" and endpoint.listener in inter_node:
+                raise _E(f"Listener {endpoint.listener} uses security protocol {protocol}; kraftwerk's "
+                         "inter-node listeners (controller.listener.names, inter.broker.listener.name) are "
+                         "PLAINTEXT only")
         if self.broker_heartbeat_interval_ms >= self.broker_session_timeout_ms:
             raise _E("broker.heartbeat.interval.ms must be less than broker.session.timeout.ms")
 
@@ -342,6 +368,24 @@ def _parse_protocol_map(text: str, controller_names: tuple[str, ...], *, explici
         for name in controller_names:
             result.setdefault(name, "PLAINTEXT")
     return result
+
+
+def _parse_ip_overrides(text: str) -> dict[str, int]:
+    """``host:count,...`` (Kafka's ``max.connections.per.ip.overrides``)."""
+    name = "max.connections.per.ip.overrides"
+    out: dict[str, int] = {}
+    for item in (p.strip() for p in text.split(",")):
+        if not item:
+            continue
+        host, colon, count = item.rpartition(":")
+        try:
+            if not colon or not host or int(count) < 0:
+                raise ValueError
+            out[host.strip("[]")] = int(count)
+        except ValueError:
+            raise ConfigError(f"Invalid value {text} for configuration {name}: Map entry '{item}' is not of "
+                              "the form 'host:count' with a count of at least 0") from None
+    return out
 
 
 def _parse_bootstrap_servers(text: str) -> tuple[tuple[str, int], ...]:

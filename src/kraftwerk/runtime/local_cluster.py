@@ -41,11 +41,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kraftwerk.config import properties_values
+from kraftwerk.config.secrets import is_sensitive
+from kraftwerk.config.types import ConfigResourceType
 from kraftwerk.errors import KraftwerkError
+from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.runtime.admin_client import AdminClient
 from kraftwerk.runtime.errors import NetworkError, NodeError
 from kraftwerk.runtime.node import FENCED_FILE, READY_FILE
 
+BROKER = ConfigResourceType.BROKER
 STATE_FILE = "cluster.json"
 CONTROLLER_LISTENER = "CONTROLLER"
 BROKER_LISTENER = "PLAINTEXT"
@@ -96,8 +101,12 @@ class LocalCluster:
     # --- persistence ------------------------------------------------------------------------
 
     def save(self) -> None:
-        state = {"clusterId": self.cluster_id, "staticQuorum": self.static_quorum,
-                 "nodes": [asdict(n) for n in self.nodes]}
+        """Write the cluster's state; a node's possibly secret extra configs (passwords, JAAS
+        configs, unknown names) are left out: they live in its server.properties only."""
+        nodes = [asdict(n) for n in self.nodes]
+        for node in nodes:
+            node["extra"] = {k: v for k, v in node["extra"].items() if not is_sensitive(BROKER, k)}
+        state = {"clusterId": self.cluster_id, "staticQuorum": self.static_quorum, "nodes": nodes}
         tmp = self.root / (STATE_FILE + ".tmp")
         tmp.write_text(json.dumps(state, indent=2) + "\n")
         tmp.replace(self.root / STATE_FILE)
@@ -113,11 +122,17 @@ class LocalCluster:
         except (OSError, ValueError) as exc:
             raise NodeError(f"Unable to read {path}: {exc}") from None
         try:
-            return cls(root, str(state["clusterId"]), [LocalNode(**n) for n in state["nodes"]],
-                       bool(state.get("staticQuorum", True)))
+            cluster = cls(root, str(state["clusterId"]), [LocalNode(**n) for n in state["nodes"]],
+                          bool(state.get("staticQuorum", True)))
         except (KeyError, TypeError) as exc:
             raise NodeError(f"Unable to read {path}: not a cluster state written by `kraftwerk cluster up` "
                             f"({type(exc).__name__}: {exc})") from None
+        for node in cluster.nodes:  # the secrets save() left out, back from server.properties
+            with contextlib.suppress(OSError, KraftwerkError):
+                written = properties_values(node.config_path(root).read_text(encoding="latin-1"))
+                node.extra.update({k: v for k, v in written.items()
+                                   if is_sensitive(BROKER, k) and k not in node.extra})
+        return cluster
 
     # --- layout -----------------------------------------------------------------------------
 
@@ -400,9 +415,11 @@ def plan_cluster(root: Path, cluster_id: str, controllers: int, brokers: int, *,
     return LocalCluster(root, cluster_id, nodes, static_quorum)
 
 
-def format_cluster(cluster: LocalCluster, release_version: str | None) -> None:
+def format_cluster(cluster: LocalCluster, release_version: str | None, *,
+                   scram: Sequence[MetadataRecord] = ()) -> None:
     """Format every node's directory as ``kraftwerk storage format`` does: controllers of a dynamic
-    quorum with ``--initial-controllers`` (every controller, a fresh directory id each)."""
+    quorum with ``--initial-controllers`` (every controller, a fresh directory id each); ``scram``
+    are ``--add-scram``'s credential records."""
     from kraftwerk.storage.format import InitialController, format_node, random_uuid
     from kraftwerk.versions.software import SoftwareVersion
 
@@ -414,7 +431,7 @@ def format_cluster(cluster: LocalCluster, release_version: str | None) -> None:
         format_node(cluster_id=cluster.cluster_id, node_id=node.node_id, log_dirs=[data],
                     metadata_log_dir=data, release_version=release_version,
                     initial_controllers=initial if node.is_controller else None,
-                    controller_listener_name=CONTROLLER_LISTENER,
+                    controller_listener_name=CONTROLLER_LISTENER, scram=scram,
                     # the node's own release bounds --release-version (4.4-IV1 needs software 4.4)
                     software=SoftwareVersion.for_release(node.software_version) if node.software_version
                     else None)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -44,16 +45,19 @@ from kraftwerk.controller.responses import not_controller_body
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.image.errors import FatalFaultError
 from kraftwerk.image.model import Endpoint as ImageEndpoint
+from kraftwerk.image.model import MetadataImage
 from kraftwerk.node import NodeHost
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.raft import Committed, RaftConfig, RaftNode, VoterEndpoint
 from kraftwerk.runtime.client import ReconnectingClient
 from kraftwerk.runtime.config import ServerConfig
+from kraftwerk.runtime.data_plane import DATA_API_KEYS, DataPlane
 from kraftwerk.runtime.errors import NetworkError, NodeError
 from kraftwerk.runtime.forwarding import ForwardingError, envelope_body, unwrap_response
 from kraftwerk.runtime.raft_host import RaftHost, wall_clock_ms
 from kraftwerk.runtime.raft_log_files import open_metadata_log
+from kraftwerk.runtime.security import ListenerSecurity, scram_lookup_from
 from kraftwerk.runtime.server import KafkaServer, Request
 from kraftwerk.storage.lock import LogDirLock
 from kraftwerk.storage.metadata_log import read_bootstrap
@@ -109,8 +113,10 @@ class Node:
         self.raft: RaftHost | None = None
         self.controller: QuorumController | None = None
         self.broker: BrokerNode | None = None
+        self.data_plane: DataPlane | None = None
         self._controller_clients: dict[int, ReconnectingClient] = {}
-        self._broker_apis = declared_api_ranges(BROKER_API_KEYS)
+        self._broker_apis = DataPlane.advertised_ranges(declared_api_ranges(BROKER_API_KEYS), config.software)
+        self._broker_accepted = DataPlane.accepted_ranges(self._broker_apis, config.software)
         self.servers: list[KafkaServer] = []
         self._locks: list[LogDirLock] = []
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -155,6 +161,7 @@ class Node:
             self.controller = self._make_controller(raft_node.voters)
         if config.is_broker:
             self.broker = self._make_broker()
+            self.data_plane = self._make_data_plane(self.broker)
         self.raft = RaftHost(raft_node, on_committed=self._on_committed,
                              client_id=f"raft-client-{config.node_id}",
                              request_timeout_ms=config.quorum_request_timeout_ms,
@@ -166,7 +173,9 @@ class Node:
         for endpoint in config.listeners:
             server = KafkaServer(_ListenerHandler(self, endpoint.listener), endpoint.host or "0.0.0.0",
                                  endpoint.port, listener=endpoint.listener,
-                                 max_frame_bytes=config.socket_request_max_bytes)
+                                 max_frame_bytes=config.socket_request_max_bytes,
+                                 limits=config.connection_limits(),
+                                 security=self._listener_security(endpoint.listener))
             await server.start()
             self.servers.append(server)
             log.info("Awaiting socket connections on %s:%d (listener %s).", endpoint.host or "0.0.0.0",
@@ -175,6 +184,23 @@ class Node:
         self._spawn(self._controller_loop(), "controller-loop")
         if self.broker is not None:
             self._spawn(self._broker_loop(), "broker-lifecycle")
+        if self.data_plane is not None:
+            self._spawn(self.data_plane.housekeeping(), "log-housekeeping")
+
+    def _make_data_plane(self, broker: BrokerNode) -> DataPlane:
+        listeners = self.config.effective_advertised_listeners
+        return DataPlane(self.config.node_id, self.config.log_dirs, self.config.software, self.config.raw,
+                         self._controller_request, lambda: broker.broker_epoch,
+                         listeners[0].listener if listeners else None)
+
+    def _listener_security(self, listener: str) -> ListenerSecurity:
+        """The listener's security, SCRAM users read from this node's current image."""
+        def image() -> MetadataImage | None:
+            core = self.broker or self.controller
+            return None if core is None else core.image
+
+        security = self.config.security.get(listener, ListenerSecurity())
+        return dataclasses.replace(security, scram_lookup=scram_lookup_from(image))
 
     def _make_broker(self) -> BrokerNode:
         dir_ids = []
@@ -289,6 +315,8 @@ class Node:
             task.cancel()
         for server in self.servers:
             await server.close()
+        if self.data_plane is not None:
+            await self.data_plane.close()
         if self.raft is not None:
             await self.raft.close()
             raft_log: Any = self.raft.node.log
@@ -429,6 +457,8 @@ class Node:
     def _on_committed(self, batches: list[Committed]) -> None:
         if self.host is not None:
             self.host.on_committed(batches)
+        if self.data_plane is not None and self.broker is not None:
+            self.data_plane.on_image(self.broker.image)
 
     async def _controller_loop(self) -> None:
         """The controller's timers (the host's controller timer)."""
@@ -442,7 +472,7 @@ class Node:
     def supported_apis(self, listener: str) -> Mapping[int, tuple[int, int]]:
         if listener in self.config.controller_listener_names:
             return self._controller_apis
-        return self._broker_apis
+        return self._broker_accepted
 
     async def handle(self, listener: str, request: Request) -> codec.Value | None:
         raft = self.raft
@@ -464,6 +494,8 @@ class Node:
 
     async def _broker_handle(self, listener: str, request: Request) -> codec.Value | None:
         assert self.host is not None
+        if request.api_key in DATA_API_KEYS and self.data_plane is not None:
+            return await self.data_plane.handle(request.api_key, request.api_version, request.body)
         reply = self.host.serve_broker(request.api_key, request.api_version, request.body, listener)
         if isinstance(reply, Forward):
             return await self._forward(request, reply)

@@ -230,13 +230,20 @@ def bootstrap_records(metadata_version: MetadataVersion,
 def describe_bootstrap(records: Sequence[MetadataRecord], metadata_version: MetadataVersion,
                        source: str = BOOTSTRAP_SOURCE) -> str:
     """``BootstrapMetadata.toString()`` as Kafka prints it after "Bootstrap metadata: "."""
-    items = ", ".join(
-        f"ApiMessageAndVersion({r.spec.name}(name='{r.value['name']}', "
-        f"featureLevel={r.value['featureLevel']}) at version {r.version})"
-        for r in records
-    )
+    items = ", ".join(f"ApiMessageAndVersion({r.spec.name}({_record_fields(r)}) at version {r.version})"
+                      for r in records)
     return (f"BootstrapMetadata(records=[{items}], metadataVersionLevel={metadata_version.feature_level}, "
             f"source={source})")
+
+
+def _record_fields(record: MetadataRecord) -> str:
+    """A bootstrap record's fields as Kafka's toString prints them; a SCRAM credential's salt and
+    keys are ``[redacted]`` (Kafka prints their bytes: a stored key allows an offline attack)."""
+    value = record.value
+    if record.spec.name == "FeatureLevelRecord":
+        return f"name='{value['name']}', featureLevel={value['featureLevel']}"
+    return (f"name='{value['name']}', mechanism={value['mechanism']}, salt=[redacted], storedKey=[redacted], "
+            f"serverKey=[redacted], iterations={value['iterations']}")
 
 
 def effective_release_version(release: MetadataVersion | None, features: Mapping[str, int],
@@ -368,6 +375,7 @@ def format_node(
     controller_listener_name: str = "CONTROLLER",
     software: SoftwareVersion | None = None,
     static_configs: Mapping[str, str] | None = None,
+    scram: Sequence[MetadataRecord] = (),
     out: Callable[[str], None] | None = None,
     clock: Callable[[], int] = wall_clock_ms,
     randbytes: Callable[[int], bytes] = os.urandom,
@@ -383,7 +391,9 @@ def format_node(
     1); without them the quorum is static (``controller.quorum.voters``, kraft.version 0).
     ``software`` bounds the release (default: this software); ``static_configs`` (the node's
     ``server.properties``) must obey the config rules in force at the chosen metadata.version
-    (KIP-1294), checked before anything is written.
+    (KIP-1294), checked before anything is written. ``scram`` are ``--add-scram``'s
+    UserScramCredentialRecords (:func:`kraftwerk.storage.scram.scram_records`), appended to the
+    bootstrap records.
 
     Raises :class:`FormatError` with Kafka's text for anything Kafka refuses; every output line
     Kafka prints is passed to ``out`` and kept in :attr:`FormatResult.lines`.
@@ -418,6 +428,11 @@ def format_node(
     if violations:
         raise FormatError("\n".join(v.message() for v in violations))
     records = bootstrap_records(chosen, levels)
+    if scram:
+        scram_minimum = MetadataVersion.IBP_3_5_IV2
+        if chosen < scram_minimum:
+            raise FormatError(f"SCRAM is only supported in {mvs.FEATURE_NAME} {scram_minimum} or later.")
+        records += tuple(scram)
 
     lines: list[str] = []
 

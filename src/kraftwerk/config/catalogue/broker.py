@@ -194,6 +194,8 @@ SECURITY_KEYS: tuple[ConfigKey, ...] = (
     define("sasl.mechanism.inter.broker.protocol", T.STRING, "GSSAPI", None, I.MEDIUM,
            "SASL mechanism between brokers."),
     define("sasl.kerberos.service.name", T.STRING, None, None, I.MEDIUM, "Kerberos principal name.", PB),
+    define("connection.failed.authentication.delay.ms", T.INT, 100, Range.at_least(0), I.LOW,
+           "Delay before closing a connection whose authentication failed (KIP-306)."),
 )
 
 ZOOKEEPER_KEYS: tuple[ConfigKey, ...] = (

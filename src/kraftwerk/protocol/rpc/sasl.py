@@ -1,4 +1,5 @@
-"""SASL: SaslHandshake (apiKey 17) and SaslAuthenticate (apiKey 36)."""
+"""SASL: SaslHandshake (apiKey 17), SaslAuthenticate (36), and the SCRAM credential admin RPCs
+DescribeUserScramCredentials (50) and AlterUserScramCredentials (51, KIP-554)."""
 
 from kraftwerk.protocol.schema import Kind, field, message
 
@@ -38,9 +39,69 @@ SASL_AUTHENTICATE_RESPONSE = message(
     ],
 )
 
+DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST = message(
+    "DescribeUserScramCredentialsRequest", 50, Kind.REQUEST, valid="0", flexible="0+",
+    fields=[
+        field("Users", "[]UserName", "0+", nullable="0+", fields=[  # null or empty: every user
+            field("Name", "string", "0+"),
+        ]),
+    ],
+)
+
+DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE = message(
+    "DescribeUserScramCredentialsResponse", 50, Kind.RESPONSE, valid="0", flexible="0+",
+    fields=[
+        field("ThrottleTimeMs", "int32", "0+"),
+        field("ErrorCode", "int16", "0+"),
+        field("ErrorMessage", "string", "0+", nullable="0+"),
+        field("Results", "[]DescribeUserScramCredentialsResult", "0+", fields=[
+            field("User", "string", "0+"),
+            field("ErrorCode", "int16", "0+"),
+            field("ErrorMessage", "string", "0+", nullable="0+"),
+            field("CredentialInfos", "[]CredentialInfo", "0+", fields=[
+                field("Mechanism", "int8", "0+"),
+                field("Iterations", "int32", "0+"),
+            ]),
+        ]),
+    ],
+)
+
+ALTER_USER_SCRAM_CREDENTIALS_REQUEST = message(
+    "AlterUserScramCredentialsRequest", 51, Kind.REQUEST, valid="0", flexible="0+",
+    fields=[
+        field("Deletions", "[]ScramCredentialDeletion", "0+", fields=[
+            field("Name", "string", "0+"),
+            field("Mechanism", "int8", "0+"),
+        ]),
+        field("Upsertions", "[]ScramCredentialUpsertion", "0+", fields=[
+            field("Name", "string", "0+"),
+            field("Mechanism", "int8", "0+"),
+            field("Iterations", "int32", "0+"),
+            field("Salt", "bytes", "0+"),
+            field("SaltedPassword", "bytes", "0+"),
+        ]),
+    ],
+)
+
+ALTER_USER_SCRAM_CREDENTIALS_RESPONSE = message(
+    "AlterUserScramCredentialsResponse", 51, Kind.RESPONSE, valid="0", flexible="0+",
+    fields=[
+        field("ThrottleTimeMs", "int32", "0+"),
+        field("Results", "[]AlterUserScramCredentialsResult", "0+", fields=[
+            field("User", "string", "0+"),
+            field("ErrorCode", "int16", "0+"),
+            field("ErrorMessage", "string", "0+", nullable="0+"),
+        ]),
+    ],
+)
+
 SPECS = (
     SASL_HANDSHAKE_REQUEST,
     SASL_HANDSHAKE_RESPONSE,
     SASL_AUTHENTICATE_REQUEST,
     SASL_AUTHENTICATE_RESPONSE,
+    DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST,
+    DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE,
+    ALTER_USER_SCRAM_CREDENTIALS_REQUEST,
+    ALTER_USER_SCRAM_CREDENTIALS_RESPONSE,
 )
