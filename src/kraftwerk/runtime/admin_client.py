@@ -58,6 +58,10 @@ class AdminClientError(KraftwerkError):
     """A request that could not be completed (no reachable node, timeout, protocol failure)."""
 
 
+class UnsupportedOptionError(AdminClientError):
+    """A kraftwerk-only option the node's API version cannot carry. Not retriable."""
+
+
 class MismatchedEndpointTypeError(AdminClientError):
     """Kafka's ``MismatchedEndpointTypeException`` (KIP-919): ``--bootstrap-controller`` named a
     broker. Not retriable: the admin client fails at once instead of waiting for its timeout."""
@@ -452,11 +456,11 @@ class AdminClient:
                                             timeout_ms=timeout)
                 if skip_config_audit:
                     if version < 3:
-                        raise AdminClientError("--skip-config-audit needs a kraftwerk controller "
-                                               "(UpdateFeatures v3)")
+                        raise UnsupportedOptionError("--skip-config-audit needs a kraftwerk controller "
+                                                     "(UpdateFeatures v3)")
                     body["skipConfigAudit"] = True
                 _, value = self._call(conn, UPDATE_FEATURES, body, version)
-            except MismatchedEndpointTypeError:
+            except (MismatchedEndpointTypeError, UnsupportedOptionError):
                 raise
             except AdminClientError as exc:
                 last_error = str(exc)
