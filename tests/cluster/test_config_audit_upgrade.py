@@ -68,3 +68,12 @@ def test_the_upgrade_is_refused_until_an_override_fixes_the_broker(cluster: Loca
     leaked = [p for p in files if SECRET.encode() in p.read_bytes()
               and p.name not in ("server.properties", "cluster.json")]
     assert leaked == []
+
+
+def test_configs_audit_and_actions_refuse_bad_flags_in_one_line() -> None:
+    code, _, err = cli("configs", "audit", "--bootstrap-server", "localhost:1")
+    assert code == 1 and err.strip().endswith("configs audit needs --metadata, e.g. --metadata 4.4-IV1")
+    code, _, err = cli("configs", "audit", "--bootstrap-server", "localhost:1", "--metadata", "9.9-IV9")
+    assert code == 1 and "Unknown metadata.version '9.9-IV9'" in err and "Traceback" not in err
+    code, _, err = cli("configs", "--bootstrap-server", "localhost:1", "--broker", "1")
+    assert code == 1 and "exactly one action" in err
