@@ -89,3 +89,20 @@ def test_kip_920_auto_upgrade_goes_through_the_same_audit() -> None:
     _set_cluster_default(log, ctl, "log.segment.bytes", "4194304")
     log.append(ctl.tick(4500))
     assert ctl.image.metadata_version is IBP_4_4_IV1
+
+
+def test_a_broker_re_sends_its_static_configs_to_a_new_active_controller() -> None:
+    log, ctl = _cluster()
+    b = log.brokers[0]
+    b.set_controller(ctl.node_id)
+    successor = controller(node_id=3, voters=(1, 3), release="4.4")
+    log.join(successor)
+    log.epoch += 1
+    activate(log, successor, now_ms=200)
+    assert 2 not in successor.cluster.reported_static_configs  # memory does not fail over
+    b.set_controller(successor.node_id)
+    drive_broker(log, successor, b, 300)
+    assert dict(successor.cluster.reported_static_configs[2])["log.segment.bytes"] == "2097152"
+    audit = successor.features.config_audit(IV1, skip=False)
+    assert audit is not None and audit.refused and audit.unknown_brokers == ()
+    assert "broker 2 log.segment.bytes=2097152" in audit.message()
