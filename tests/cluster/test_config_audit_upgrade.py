@@ -77,3 +77,9 @@ def test_configs_audit_and_actions_refuse_bad_flags_in_one_line() -> None:
     assert code == 1 and "Unknown metadata.version '9.9-IV9'" in err and "Traceback" not in err
     code, _, err = cli("configs", "--bootstrap-server", "localhost:1", "--broker", "1")
     assert code == 1 and "exactly one action" in err
+
+
+def test_release_4_4_needs_software_4_4_and_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    root = tmp_path / "c"
+    code, _, err = cli("cluster", "up", "--dir", str(root), "--release-version", "4.4")
+    assert code == 1 and "Unknown metadata.version '4.4'" in err and not root.exists()
