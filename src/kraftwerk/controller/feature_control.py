@@ -137,7 +137,8 @@ class FeatureControlManager:
             log.warning("[QuorumController id=%d] %s", self._c.node_id, audit.message())
             response = update_features_error_body(
                 version, outcome.feature_names, Errors.INVALID_UPDATE_VERSION,
-                fc.ATOMIC_FAILURE_PREFIX + audit.message())
+                f"{fc.ATOMIC_FAILURE_PREFIX}Invalid update version {mv_level} for feature {FEATURE_NAME}. "
+                + audit.message())
         else:
             response = update_features_response(version, outcome)
         if audit is not None and version >= 3:
