@@ -325,7 +325,7 @@ class BrokerNode:
             t.in_flight, t.in_flight_since = ApiKey.BROKER_REGISTRATION, now_ms
             max_version = 6 if self.static_configs else 5
             return [ControllerCall(ApiKey.BROKER_REGISTRATION, max_version, self.registration_body())]
-        if t.restate_static_configs:
+        if t.restate_static_configs and now_ms >= t.next_registration_ms:
             t.restate_static_configs = False
             t.in_flight, t.in_flight_since = ApiKey.BROKER_REGISTRATION, now_ms
             return [ControllerCall(ApiKey.BROKER_REGISTRATION, 6, self.registration_body())]
@@ -355,9 +355,9 @@ class BrokerNode:
         t = self._t
         was = t.in_flight
         t.in_flight = None
-        if was == ApiKey.BROKER_REGISTRATION and self.broker_epoch >= 0:
-            t.restate_static_configs = True  # the re-sent registration of a registered broker
-        elif was == ApiKey.BROKER_REGISTRATION:
+        if was == ApiKey.BROKER_REGISTRATION:
+            # a registered broker's re-sent registration (KIP-1294 static configs) is retried too
+            t.restate_static_configs = self.broker_epoch >= 0
             self._backoff(now_ms)
         else:
             t.next_heartbeat_ms = now_ms + min(self.heartbeat_interval_ms, self.initial_backoff_ms * 5)
@@ -399,6 +399,7 @@ class BrokerNode:
                 self.node_id,
                 error.name,
             )
+        self._t.restate_static_configs = self.broker_epoch >= 0
         self._backoff(now_ms)
 
     def explain_refusal(self) -> str | None:
