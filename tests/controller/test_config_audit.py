@@ -106,3 +106,16 @@ def test_a_broker_re_sends_its_static_configs_to_a_new_active_controller() -> No
     audit = successor.features.config_audit(IV1, skip=False)
     assert audit is not None and audit.refused and audit.unknown_brokers == ()
     assert "broker 2 log.segment.bytes=2097152" in audit.message()
+
+
+def test_a_lost_re_sent_registration_is_retried_after_the_backoff() -> None:
+    log, _ = _cluster()
+    b = log.brokers[0]
+    b.set_controller(1)
+    b.set_controller(3)
+    [first] = b.poll(300)
+    assert first.api_key == 62 and first.max_version == 6
+    b.handle_controller_failure(300)
+    assert b.poll(300) == []  # backing off, not a tight loop
+    [again] = b.poll(300 + b.max_backoff_ms)
+    assert again.api_key == 62
