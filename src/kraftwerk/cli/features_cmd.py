@@ -456,8 +456,9 @@ def _update(args: argparse.Namespace) -> int:
     else:
         for line in lines:
             print(line)
+        # the audit's lines only when it found something: a clean dry run keeps Kafka's transcript
         audit = next((r.config_audit for r in results.values() if r.config_audit), None)
-        if dry_run and audit is not None:
+        if dry_run and audit is not None and (audit["violations"] or audit["unknownBrokers"]):
             for line in audit_lines(audit):
                 print(line)
     if failures:
