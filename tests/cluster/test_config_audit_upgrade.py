@@ -61,12 +61,12 @@ def test_the_upgrade_is_refused_until_an_override_fixes_the_broker(cluster: Loca
     assert sorted(wait_finalized(cluster, {"metadata.version": IV1.feature_level})) == [
         n.node_id for n in cluster.nodes]
 
-    # only the operator's own inputs hold it: each server.properties and cluster.json (cluster up's
-    # record of --config); never a metadata log segment, a snapshot or a node's log
+    # only the operator's own input holds it, each node's server.properties: never cluster.json,
+    # a metadata log segment, a snapshot or a node's log
     files = [p for p in Path(root).rglob("*") if p.is_file()]
     assert any(p.suffix in (".log", ".checkpoint") for p in files)
     leaked = [p for p in files if SECRET.encode() in p.read_bytes()
-              and p.name not in ("server.properties", "cluster.json")]
+              and p.name != "server.properties"]
     assert leaked == []
 
 
