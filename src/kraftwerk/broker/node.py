@@ -99,6 +99,8 @@ class _Timers:
     in_flight: int | None = None
     in_flight_since: int = 0
     refusals: list[str] = field(default_factory=list)
+    restate_static_configs: bool = False
+    """Re-send the registration: a new active controller lost the static configs held in memory."""
 
 
 class BrokerNode:
@@ -145,6 +147,7 @@ class BrokerNode:
         self.fenced = True
         self.caught_up = False
         self.controller_id: int | None = None
+        self._last_controller_id: int | None = None
         self.kraft_version = 0
         self._t = _Timers()
         self._stalled: FatalFaultError | None = None
@@ -170,8 +173,20 @@ class BrokerNode:
         self.kraft_version = level
 
     def set_controller(self, controller_id: int | None) -> None:
-        """The active controller as raft reports it (for logs and DescribeCluster)."""
+        """The active controller as raft reports it (for logs and DescribeCluster). A new one
+        holds none of the static configs (KIP-1294) the old one kept in memory below 4.4-IV1: the
+        registration is re-sent (amending, same incarnation) so the next audit knows them."""
         self.controller_id = controller_id
+        if controller_id is None or controller_id == self._last_controller_id:
+            return
+        failover = self._last_controller_id is not None
+        self._last_controller_id = controller_id
+        if failover and self.broker_epoch >= 0 and self._static_configs_unpersisted():
+            self._t.restate_static_configs = True
+
+    def _static_configs_unpersisted(self) -> bool:
+        own = self.image.cluster.brokers.get(self.node_id)
+        return bool(self.static_configs) and (own is None or not own.static_configs)
 
     # ------------------------------------------------------------------ metadata
 
@@ -310,6 +325,10 @@ class BrokerNode:
             t.in_flight, t.in_flight_since = ApiKey.BROKER_REGISTRATION, now_ms
             max_version = 6 if self.static_configs else 5
             return [ControllerCall(ApiKey.BROKER_REGISTRATION, max_version, self.registration_body())]
+        if t.restate_static_configs and now_ms >= t.next_registration_ms:
+            t.restate_static_configs = False
+            t.in_flight, t.in_flight_since = ApiKey.BROKER_REGISTRATION, now_ms
+            return [ControllerCall(ApiKey.BROKER_REGISTRATION, 6, self.registration_body())]
         if now_ms < t.next_heartbeat_ms and self.state is not BrokerState.PENDING_CONTROLLED_SHUTDOWN:
             return []
         t.in_flight, t.in_flight_since = ApiKey.BROKER_HEARTBEAT, now_ms
@@ -337,6 +356,8 @@ class BrokerNode:
         was = t.in_flight
         t.in_flight = None
         if was == ApiKey.BROKER_REGISTRATION:
+            # a registered broker's re-sent registration (KIP-1294 static configs) is retried too
+            t.restate_static_configs = self.broker_epoch >= 0
             self._backoff(now_ms)
         else:
             t.next_heartbeat_ms = now_ms + min(self.heartbeat_interval_ms, self.initial_backoff_ms * 5)
@@ -378,6 +399,7 @@ class BrokerNode:
                 self.node_id,
                 error.name,
             )
+        self._t.restate_static_configs = self.broker_epoch >= 0
         self._backoff(now_ms)
 
     def explain_refusal(self) -> str | None:

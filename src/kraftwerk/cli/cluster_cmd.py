@@ -127,7 +127,7 @@ def _up(args: argparse.Namespace) -> int:
     from kraftwerk.runtime.errors import NodeError
     from kraftwerk.runtime.local_cluster import STATE_FILE, LocalCluster, format_cluster, plan_cluster
     from kraftwerk.storage.format import random_cluster_id
-    from kraftwerk.versions.metadata_version import MetadataVersion
+    from kraftwerk.versions.software import SoftwareVersion
 
     root: Path = args.dir
     started = time.monotonic()
@@ -137,9 +137,10 @@ def _up(args: argparse.Namespace) -> int:
         apply_configs(cluster, cluster.nodes, dict(args.config))
         restarted = True
     else:
-        if args.release_version is not None:  # refused before anything is written, as format would
-            MetadataVersion.from_version_string(args.release_version)
         software = None if args.software_version == "latest" else args.software_version
+        if args.release_version is not None:  # refused before anything is written, as format would
+            bounds = SoftwareVersion.for_release(software) if software else SoftwareVersion.latest()
+            bounds.parse_metadata_version(args.release_version)
         cluster = plan_cluster(root.resolve(), random_cluster_id(),
                                3 if args.controllers is None else args.controllers,
                                3 if args.brokers is None else args.brokers,

@@ -20,14 +20,17 @@ from kraftwerk.cli.args import (
     entity_name,
     input_file,
     non_negative_int,
+    release_version,
     topic_name,
 )
-from kraftwerk.cli.features_cmd import add_connection_flags, client_settings, open_client
+from kraftwerk.cli.features_cmd import add_connection_flags, audit_lines, client_settings, open_client
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.config import ConfigResourceType, ConfigSource, properties_values
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.protocol.error_codes import Errors
-from kraftwerk.runtime.admin_client import AdminClient, AdminClientError
+from kraftwerk.runtime.admin_client import AdminClient, AdminClientError, FeatureUpdate, UpgradeType
+from kraftwerk.versions.errors import VersionError
+from kraftwerk.versions.metadata_version import MetadataVersion
 
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, METADATA = 32, 44, 3
 SET, DELETE = 0, 1
@@ -52,8 +55,12 @@ def register(groups: Any) -> None:
         help="describe and alter topic, broker and broker-logger configs (kafka-configs)",
         description="Change configs for topics, brokers and broker loggers.",
     )
+    parser.add_argument("command", nargs="?", choices=("audit",),
+                        help="kraftwerk (KIP-1294): audit every effective config against --metadata's rules.")
+    parser.add_argument("--metadata", type=release_version,
+                        help="audit: the metadata.version to audit against, e.g. 4.4-IV1.")
     add_connection_flags(parser, None)
-    action = parser.add_mutually_exclusive_group(required=True)
+    action = parser.add_mutually_exclusive_group()
     action.add_argument("--describe", action="store_true", help="List configs for the given entity.")
     action.add_argument("--alter", action="store_true", help="Alter the configuration for the entity.")
     parser.add_argument("--entity-type", choices=tuple(RESOURCE_TYPES), help="Type of entity.")
@@ -148,6 +155,10 @@ def resolve_entity(args: argparse.Namespace) -> Entity:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.command == "audit":
+        return _audit(args)
+    if not (args.describe or args.alter):
+        raise ConfigCommandError("Command must include exactly one action: --describe, --alter or audit")
     entity = resolve_entity(args)
     settings = client_settings(args)
     with open_client(settings) as admin:
@@ -157,6 +168,35 @@ def _run(args: argparse.Namespace) -> int:
             return _alter(admin, entity, args)
         except AdminClientError as exc:
             raise ConfigCommandError(f"Error while executing config command: {exc}") from None
+
+
+def _audit(args: argparse.Namespace) -> int:
+    """KIP-1294's pre-flight audit alone: a validate-only metadata.version change the controller audits."""
+    if args.metadata is None:
+        raise ConfigCommandError("configs audit needs --metadata, e.g. --metadata 4.4-IV1")
+    try:
+        target = MetadataVersion.from_version_string(args.metadata, unstable=True)
+    except VersionError as exc:
+        raise ConfigCommandError(str(exc)) from None
+    with open_client(client_settings(args)) as admin:
+        try:
+            current = admin.describe_features().finalized.get("metadata.version")
+            downgrade = current is not None and target.feature_level < current[1]
+            utype = UpgradeType.SAFE_DOWNGRADE if downgrade else UpgradeType.UPGRADE
+            update = {"metadata.version": FeatureUpdate(target.feature_level, utype)}
+            result = admin.update_features(update, validate_only=True)["metadata.version"]
+        except AdminClientError as exc:
+            raise ConfigCommandError(f"Error while executing config command: {exc}") from None
+    audit = result.config_audit
+    if audit is None:
+        why = "metadata.version is already at that level" if result.ok else result.describe()
+        raise ConfigCommandError(f"No config audit for metadata.version {target}: {why}")
+    if args.output == "json":
+        print_json(audit)
+    else:
+        for line in audit_lines(audit):
+            print(line)
+    return 1 if audit["refused"] else 0
 
 
 # ---------------------------------------------------------------------- describe

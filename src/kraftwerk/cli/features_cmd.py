@@ -89,6 +89,9 @@ def register(groups: Any) -> None:
             sub.add_argument("--unsafe", action="store_true",
                              help="Perform this downgrade even if it may irreversibly destroy metadata.")
         sub.add_argument("--dry-run", action="store_true", help=f"Validate this {op}, but do not perform it.")
+        sub.add_argument("--skip-config-audit", action="store_true",
+                         help="kraftwerk (KIP-1294): change metadata.version even if the controller's "
+                              "config audit finds violations or brokers with unknown static configs.")
         add_connection_flags(sub, argparse.SUPPRESS)
         add_output_flag(sub)
         sub.set_defaults(func=_update, op=op)
@@ -436,7 +439,8 @@ def _update(args: argparse.Namespace) -> int:
     dry_run: bool = args.dry_run
     with open_client(settings) as client:
         try:
-            results = client.update_features(updates, validate_only=dry_run)
+            results = client.update_features(updates, validate_only=dry_run,
+                                             skip_config_audit=getattr(args, "skip_config_audit", False))
         except AdminClientError as exc:  # every feature fails with the same error, as Kafka's futures
             mismatch = isinstance(exc, MismatchedEndpointTypeError)
             error = Errors.MISMATCHED_ENDPOINT_TYPE if mismatch else _TIMEOUT
@@ -446,17 +450,42 @@ def _update(args: argparse.Namespace) -> int:
         print_json([{"feature": name, "level": updates[name].max_version_level,
                      "upgrade_type": updates[name].upgrade_type.name, "dry_run": dry_run,
                      "error": None if results[name].ok else results[name].error.name,
-                     "message": results[name].message if results[name].ok else results[name].describe()}
+                     "message": results[name].message if results[name].ok else results[name].describe(),
+                     "config_audit": results[name].config_audit}
                     for name in sorted(results)])
     else:
         for line in lines:
             print(line)
+        # the audit's lines only when it found something: a clean dry run keeps Kafka's transcript
+        audit = next((r.config_audit for r in results.values() if r.config_audit), None)
+        if dry_run and audit is not None and (audit["violations"] or audit["unknownBrokers"]):
+            for line in audit_lines(audit):
+                print(line)
     if failures:
         raise _UpdateFailed(f"{failures} out of {len(updates)} operation(s) failed.")
     return 0
 
 
 _TIMEOUT = Errors.REQUEST_TIMED_OUT
+
+
+def audit_lines(audit: Mapping[str, Any]) -> list[str]:
+    """KIP-1294's pre-flight config audit as the controller reported it, one line per finding."""
+    target = audit["metadataVersion"]
+    lines = [f"Config audit for metadata.version {target}: "
+             + ("skipped (--skip-config-audit). " if audit["skipped"] else "")
+             + f"{len(audit['violations'])} violation(s), "
+             + f"{len(audit['unknownBrokers'])} broker(s) with unknown static configs."]
+    for v in audit["violations"]:
+        where = ("cluster default" if v["resourceType"] == "BROKER" and v["resourceName"] == ""
+                 else f"{v['resourceType'].lower()} {v['resourceName']}")
+        since = f" since {v['sinceMetadataVersion']}" if v["sinceMetadataVersion"] else ""
+        lines.append(f"  {where} {v['config']}={v['value']} ({v['source'] or 'unknown source'}): "
+                     f"{v['reason']} [rule {v['rule']}{since}]")
+    if audit["unknownBrokers"]:
+        lines.append("  unknown static configs: broker(s) "
+                     + ", ".join(str(b) for b in audit["unknownBrokers"]))
+    return lines
 
 
 # ---------------------------------------------------------------------- offline look-ups

@@ -46,6 +46,9 @@ class ClusterControlManager:
         against each other; the image alone is the committed state."""
         self._fencing: set[int] = set()
         self._self_registration_sent_offset = -2
+        self.reported_static_configs: dict[int, tuple[tuple[str, str | None], ...]] = {}
+        """Broker id → the StaticConfigs of its last registration (KIP-1294), kept in memory while
+        the metadata.version is too low to persist them; written at the upgrade that allows it."""
 
     def on_committed(self, record: MetadataRecord) -> None:
         """A replayed record settles a fencing or a registration this controller appended."""
@@ -206,6 +209,9 @@ class ClusterControlManager:
                 "[QuorumController id=%d] Unable to register broker %d: %s", self._c.node_id, broker_id, err
             )
             raise err
+        if body.get("staticConfigs"):  # even an unchanged, amending registration refreshes them
+            self.reported_static_configs[broker_id] = tuple(
+                (c["name"], c.get("value")) for c in body["staticConfigs"])
         amending = existing is not None and existing.incarnation_id == incarnation
         prior = existing if amending else None
         if prior is not None:

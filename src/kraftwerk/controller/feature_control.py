@@ -6,8 +6,10 @@ rules themselves are the pure checks in :mod:`kraftwerk.controller.features`.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
 from kraftwerk.controller import features as fc
@@ -21,8 +23,9 @@ from kraftwerk.controller.common import ranges_of, rec
 from kraftwerk.controller.effects import AppendThenRespond, Respond
 from kraftwerk.controller.errors import ApiError
 from kraftwerk.controller.responses import update_features_error_body, update_features_response
+from kraftwerk.image.audit import MetadataVersionAudit, audit_metadata_version_change
 from kraftwerk.image.model import ConfigResource, ConfigResourceType, ZkMigrationState
-from kraftwerk.image.writer import image_losses
+from kraftwerk.image.writer import broker_registration_value, image_losses
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.protocol.messages.features import UpdateFeaturesRequest
@@ -127,10 +130,26 @@ class FeatureControlManager:
             losses_at=losses_at,
             allow_unsafe_downgrade=self._c.allow_unsafe_downgrade,
         )
-        response = update_features_response(version, outcome)
+        mv_level = next((u.level for u in updates if u.feature == FEATURE_NAME), None)
+        audit = None
+        if outcome.ok and mv_level is not None:
+            audit = self.config_audit(mv_level, skip=bool(body.get("skipConfigAudit", False)))
+        if audit is not None and audit.refused:
+            log.warning("[QuorumController id=%d] %s", self._c.node_id, audit.message())
+            response = update_features_error_body(
+                version, outcome.feature_names, Errors.INVALID_UPDATE_VERSION,
+                f"{fc.ATOMIC_FAILURE_PREFIX}Invalid update version {mv_level} for feature {FEATURE_NAME}. "
+                + audit.message())
+        else:
+            response = update_features_response(version, outcome)
+        if audit is not None and version >= 3:
+            response["configAudit"] = json.dumps(audit.to_json())
+        if audit is not None and audit.refused:
+            return Respond(response)
         if not outcome.ok or not outcome.records:
             return Respond(response)
         records = self._elr_config_records(outcome.records) + list(outcome.records)
+        records += self._static_config_records(outcome.records)
         for r in outcome.records:
             if r.spec.name == "FeatureLevelRecord":
                 self.inflight_levels[r.value["name"]] = r.value["featureLevel"]
@@ -169,6 +188,9 @@ class FeatureControlManager:
         image = self._c.image
         outcome = fc.update_features(state, [update], losses_at=lambda mv: image_losses(image, mv))
         node = self._c.node_id
+        audit = self.config_audit(target.feature_level, skip=False)
+        if outcome.ok and audit is not None and audit.refused:
+            outcome = fc.UpdateFeaturesOutcome(Errors.INVALID_UPDATE_VERSION, audit.message())
         if not outcome.ok:
             log.warning("[QuorumController id=%d] Automatic upgrade of metadata.version from %s to %s "
                         "refused (retrying in %d ms): %s", node, current, target, settings.interval_ms,
@@ -177,7 +199,41 @@ class FeatureControlManager:
         log.info("[QuorumController id=%d] Automatically upgrading metadata.version from %s to %s "
                  "(%s=true).", node, current, target, AUTO_UPGRADE)
         self.inflight_levels[FEATURE_NAME] = target.feature_level
-        return self._elr_config_records(outcome.records) + list(outcome.records)
+        records = self._elr_config_records(outcome.records) + list(outcome.records)
+        return records + self._static_config_records(outcome.records)
+
+    # ------------------------------------------------------------------ KIP-1294
+
+    def config_audit(self, level: int, *, skip: bool) -> MetadataVersionAudit | None:
+        """The pre-flight config audit of moving metadata.version to ``level`` (None: no change)."""
+        current = self.feature_state().metadata_version.feature_level
+        if level == current:
+            return None
+        audit = audit_metadata_version_change(
+            self._c.image, current, level, reported=self._c.cluster.reported_static_configs, skip=skip)
+        if skip and (audit.findings or audit.unknown_brokers):
+            log.warning("[QuorumController id=%d] Skipping the config audit (--skip-config-audit): %s",
+                        self._c.node_id, audit.message())
+        return audit
+
+    def _static_config_records(self, records: Sequence[MetadataRecord]) -> list[MetadataRecord]:
+        """At the upgrade that lets RegisterBrokerRecord carry static configs (4.4-IV1), re-state
+        each registered broker whose reported static configs were so far kept in memory only."""
+        level = next((r.value["featureLevel"] for r in records if r.spec.name == "FeatureLevelRecord"
+                      and r.value["name"] == FEATURE_NAME), None)
+        if level is None:
+            return []
+        mv = MetadataVersion.from_feature_level(level)
+        if not mv.is_broker_static_configs_supported():
+            return []
+        reported = self._c.cluster.reported_static_configs
+        out = []
+        for broker in sorted(self._c.image.cluster.brokers.values(), key=lambda b: b.id):
+            if not broker.static_configs and reported.get(broker.id):
+                restated = replace(broker, static_configs=reported[broker.id])
+                out.append(rec("RegisterBrokerRecord", mv.register_broker_record_version(),
+                               broker_registration_value(restated, mv)))
+        return out
 
     def _elr_config_records(self, records: Sequence[MetadataRecord]) -> list[MetadataRecord]:
         """Enabling ELR (Kafka's ``ConfigurationControlManager.updateFeatures``): create the

@@ -28,6 +28,8 @@ from kraftwerk.config.resolve import (
 )
 from kraftwerk.config.types import ConfigResourceType
 from kraftwerk.image.model import ConfigResource, MetadataImage
+from kraftwerk.versions.errors import VersionError
+from kraftwerk.versions.metadata_version import MetadataVersion
 
 #: the resource name of the cluster-default broker configs
 CLUSTER_DEFAULT = ""
@@ -78,9 +80,21 @@ def _broker_entries(image: MetadataImage, name: str, static: Mapping[str, str]) 
     return [describe_broker_config(n, layers) for n in sorted(names)]
 
 
-def audit_image(image: MetadataImage, level: int) -> list[ConfigFinding]:
+def unreported_brokers(image: MetadataImage,
+                       reported: Mapping[int, tuple[tuple[str, str | None], ...]] | None = None
+                       ) -> list[int]:
+    """Registered brokers whose static configs the controller does not know (older software)."""
+    reported = reported or {}
+    return sorted(b.id for b in image.cluster.brokers.values()
+                  if not b.static_configs and not reported.get(b.id))
+
+
+def audit_image(image: MetadataImage, level: int,
+                reported: Mapping[int, tuple[tuple[str, str | None], ...]] | None = None
+                ) -> list[ConfigFinding]:
     """Every effective config value of ``image`` that is not valid at feature level ``level``,
-    sorted by resource and config name."""
+    sorted by resource and config name. ``reported`` holds static configs a controller keeps in
+    memory for brokers whose registration record could not carry them yet."""
     found: dict[tuple[int, str, str], ConfigFinding] = {}
 
     def add(rtype: ConfigResourceType, name: str, violations: list[Violation]) -> None:
@@ -90,7 +104,8 @@ def audit_image(image: MetadataImage, level: int) -> list[ConfigFinding]:
 
     brokers = image.cluster.brokers
     for broker in brokers.values():
-        static = {n: v for n, v in broker.static_configs if v is not None}
+        pairs = broker.static_configs or (reported or {}).get(broker.id, ())
+        static = {n: v for n, v in pairs if v is not None}
         add(ConfigResourceType.BROKER, str(broker.id), violations_at(level, _broker_entries(
             image, str(broker.id), static)))
     for resource in sorted(image.configs):
@@ -104,3 +119,63 @@ def audit_image(image: MetadataImage, level: int) -> list[ConfigFinding]:
             # a broker that is not registered, or the cluster default with no broker to apply it to
             add(rtype, resource.name, violations_at(level, _broker_entries(image, resource.name, {})))
     return [found[k] for k in sorted(found)]
+
+
+def rules_tighten(current: int, target: int) -> bool:
+    """Whether moving from feature level ``current`` up to ``target`` brings a broker config rule
+    that ``current`` does not have: only then can an unknown static value break the target."""
+    return target > current and any(
+        k.rule_at(current) is not k.rule_at(target) for n, k in BROKER_CONFIGS.items() if n in _RULED)
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataVersionAudit:
+    """KIP-1294's pre-flight audit of one metadata.version change."""
+
+    target: str
+    findings: tuple[ConfigFinding, ...]
+    unknown_brokers: tuple[int, ...]
+    """Brokers whose static configs are unknown, when the change brings a rule they could break."""
+    reports_expected: bool = False
+    """The target has static config reporting (4.4-IV1+), so every broker can report: an unknown
+    one refuses the change. Below it no 4.3-or-older broker can, and unknowns are only named."""
+    skipped: bool = False
+
+    @property
+    def refused(self) -> bool:
+        return not self.skipped and bool(
+            self.findings or (self.unknown_brokers and self.reports_expected))
+
+    def message(self) -> str:
+        """One line naming every violation (resource, config, value, source, rule) and unknown broker."""
+        parts = []
+        for f in self.findings:
+            v = f.violation
+            origin = "" if v.origin is None else f" from {v.origin.name}"
+            since = "" if v.level is None else f" since metadata.version {v.metadata_version}"
+            rule = v.rule or "its validator"
+            parts.append(f"{f.subject}={v.value}{origin} breaks {rule}{since} ({v.reason})")
+        if self.unknown_brokers and self.reports_expected:
+            parts.append("broker(s) " + ", ".join(map(str, self.unknown_brokers)) + " never reported "
+                         "their static configs (older software; --skip-config-audit overrides)")
+        return (f"The config audit for metadata.version {self.target} refused the change: "
+                + "; ".join(parts) + ".")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"metadataVersion": self.target, "refused": self.refused, "skipped": self.skipped,
+                "violations": [f.to_json() for f in self.findings],
+                "unknownBrokers": list(self.unknown_brokers)}
+
+
+def audit_metadata_version_change(
+    image: MetadataImage, current: int, target: int, *,
+    reported: Mapping[int, tuple[tuple[str, str | None], ...]] | None = None, skip: bool = False,
+) -> MetadataVersionAudit:
+    """The audit of moving ``image`` from level ``current`` to ``target`` (up or down)."""
+    unknown = unreported_brokers(image, reported) if rules_tighten(current, target) else []
+    try:
+        mv = MetadataVersion.from_feature_level(target, allow_legacy=True)
+    except VersionError:
+        return MetadataVersionAudit(f"feature level {target}", (), (), skipped=skip)
+    return MetadataVersionAudit(str(mv), tuple(audit_image(image, target, reported)), tuple(unknown),
+                                mv.is_broker_static_configs_supported(), skip)

@@ -254,6 +254,13 @@ def broker_record(broker: BrokerRegistration, w: _Writer) -> dict[str, Any]:
     return value
 
 
+def broker_registration_value(broker: BrokerRegistration, mv: MetadataVersion) -> dict[str, Any]:
+    """A RegisterBrokerRecord value re-stating ``broker`` at ``mv`` (shaped to its record version)."""
+    w = _Writer(ImageWriterOptions(mv))
+    version = mv.register_broker_record_version()
+    return _shape(lookup_record("RegisterBrokerRecord"), version, broker_record(broker, w))
+
+
 def controller_record(controller: ControllerRegistration) -> dict[str, Any]:
     return {
         "controllerId": controller.id,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import json
 import logging
 import socket
 import struct
@@ -57,6 +58,10 @@ class AdminClientError(KraftwerkError):
     """A request that could not be completed (no reachable node, timeout, protocol failure)."""
 
 
+class UnsupportedOptionError(AdminClientError):
+    """A kraftwerk-only option the node's API version cannot carry. Not retriable."""
+
+
 class MismatchedEndpointTypeError(AdminClientError):
     """Kafka's ``MismatchedEndpointTypeException`` (KIP-919): ``--bootstrap-controller`` named a
     broker. Not retriable: the admin client fails at once instead of waiting for its timeout."""
@@ -84,6 +89,8 @@ class UpdateResult:
 
     error: Errors
     message: str | None = None
+    config_audit: Mapping[str, Any] | None = None
+    """kraftwerk (KIP-1294): the controller's pre-flight config audit of a metadata.version change."""
 
     @property
     def ok(self) -> bool:
@@ -421,7 +428,8 @@ class AdminClient:
                                "(no active controller is known yet)")
 
     def update_features(self, updates: Mapping[str, FeatureUpdate], *, validate_only: bool = False,
-                        timeout_ms: int | None = None) -> dict[str, UpdateResult]:
+                        timeout_ms: int | None = None, skip_config_audit: bool = False
+                        ) -> dict[str, UpdateResult]:
         """Send UpdateFeatures; return a result per requested feature (Kafka's per-feature futures).
 
         Raises :class:`AdminClientError` only when no request could be completed at all.
@@ -446,8 +454,13 @@ class AdminClient:
                 version = conn.usable_version(UPDATE_FEATURES)
                 body = update_features_body(updates, version, validate_only=validate_only,
                                             timeout_ms=timeout)
+                if skip_config_audit:
+                    if version < 3:
+                        raise UnsupportedOptionError("--skip-config-audit needs a kraftwerk controller "
+                                                     "(UpdateFeatures v3)")
+                    body["skipConfigAudit"] = True
                 _, value = self._call(conn, UPDATE_FEATURES, body, version)
-            except MismatchedEndpointTypeError:
+            except (MismatchedEndpointTypeError, UnsupportedOptionError):
                 raise
             except AdminClientError as exc:
                 last_error = str(exc)
@@ -537,14 +550,16 @@ def update_features_results(updates: Mapping[str, FeatureUpdate],
     (v2, which dropped them).
     """
     top = Errors.for_code(value["errorCode"])
+    audit = json.loads(value["configAudit"]) if value.get("configAudit") else None
     if top is not Errors.NONE:
-        failure = UpdateResult(top, value.get("errorMessage"))
+        failure = UpdateResult(top, value.get("errorMessage"), audit)
         return {name: failure for name in updates}
     results = value.get("results") or []
     if not results:
         # A success may still carry a message: kraftwerk's accepted unsafe downgrade reports
         # what was lost there (Kafka never sends one on success).
-        return {name: UpdateResult(Errors.NONE, value.get("errorMessage")) for name in updates}
+        return {name: UpdateResult(Errors.NONE, value.get("errorMessage"),
+                                   audit if name == "metadata.version" else None) for name in updates}
     by_name = {r["feature"]: UpdateResult(Errors.for_code(r["errorCode"]), r.get("errorMessage"))
                for r in results}
     missing = UpdateResult(Errors.UNKNOWN_SERVER_ERROR, None)

@@ -421,6 +421,7 @@ def format_cluster(cluster: LocalCluster, release_version: str | None, *,
     quorum with ``--initial-controllers`` (every controller, a fresh directory id each); ``scram``
     are ``--add-scram``'s credential records."""
     from kraftwerk.storage.format import InitialController, format_node, random_uuid
+    from kraftwerk.versions.software import SoftwareVersion
 
     initial = None if cluster.static_quorum else tuple(
         InitialController(n.node_id, HOST, n.port, random_uuid()) for n in cluster.controllers)
@@ -430,7 +431,10 @@ def format_cluster(cluster: LocalCluster, release_version: str | None, *,
         format_node(cluster_id=cluster.cluster_id, node_id=node.node_id, log_dirs=[data],
                     metadata_log_dir=data, release_version=release_version,
                     initial_controllers=initial if node.is_controller else None,
-                    controller_listener_name=CONTROLLER_LISTENER, scram=scram)
+                    controller_listener_name=CONTROLLER_LISTENER, scram=scram,
+                    # the node's own release bounds --release-version (4.4-IV1 needs software 4.4)
+                    software=SoftwareVersion.for_release(node.software_version) if node.software_version
+                    else None)
 
 
 def add_controller_node(cluster: LocalCluster, software_version: str | None = None) -> LocalNode:

@@ -22,6 +22,7 @@ class UpdateFeaturesRequest(TypedDict, total=False):
     timeoutMs: int
     featureUpdates: list[UpdateFeaturesRequestFeatureUpdateKey]
     validateOnly: bool
+    skipConfigAudit: bool
 
 
 class UpdateFeaturesResponseUpdatableFeatureResult(TypedDict, total=False):
@@ -39,3 +40,4 @@ class UpdateFeaturesResponse(TypedDict, total=False):
     errorCode: int
     errorMessage: str | None
     results: list[UpdateFeaturesResponseUpdatableFeatureResult]
+    configAudit: str | None

@@ -2,6 +2,7 @@
 
 Version 3 is kraftwerk's (KIP-920): the same fields as v2, and the response may carry
 MANUAL_METADATA_VERSION_MANAGEMENT_DISABLED; Kafka 4.3's latest is v2 (docs/compatibility.md).
+v3 also has kraftwerk's tagged ``SkipConfigAudit`` (KIP-1294's ``--skip-config-audit``).
 """
 
 from kraftwerk.protocol.schema import Kind, field, message
@@ -20,6 +21,8 @@ UPDATE_FEATURES_REQUEST = message(
             field("UpgradeType", "int8", "1+", default=1),
         ]),
         field("ValidateOnly", "bool", "1+", default=False),
+        # kraftwerk (KIP-1294): skip the pre-flight config audit of a metadata.version change.
+        field("SkipConfigAudit", "bool", "3+", tagged="3+", tag=0, default=False),
     ],
 )
 
@@ -34,6 +37,8 @@ UPDATE_FEATURES_RESPONSE = message(
             field("ErrorCode", "int16", "0+"),
             field("ErrorMessage", "string", "0+", nullable="0+"),
         ]),
+        # kraftwerk (KIP-1294): the pre-flight config audit of a metadata.version change, as JSON.
+        field("ConfigAudit", "string", "3+", nullable="3+", tagged="3+", tag=0, default="null"),
     ],
 )
 
