@@ -266,3 +266,64 @@ def test_an_empty_replica_starts_from_the_latest_snapshot_even_where_the_log_is_
     assert part["snapshotId"] == {"endOffset": sid.end_offset, "epoch": sid.epoch}
     out = n.handle_request(9, API_FETCH, 17, fetch_request(1, n.epoch, n.epoch), 3, 102)
     assert out[0].body["responses"][0]["partitions"][0]["records"]  # a replica part-way reads on
+
+
+def _two_voter_leader() -> RaftNode:
+    """Node 1 leads epoch 1 of voters (1, 2); its LeaderChange (offset 0) is committed by 2's fetch."""
+    n = node(1, voters=(1, 2))
+    out = n.poll(n.next_deadline_ms())
+    prevote = next(e for e in out if isinstance(e, SendRequest) and e.api_key == API_VOTE)
+    out = n.handle_response(2, API_VOTE, 2, vote_response(True, 0), prevote.correlation_id, 1)
+    vote = next(e for e in out if isinstance(e, SendRequest) and e.api_key == API_VOTE)
+    n.handle_response(2, API_VOTE, 2, vote_response(True, 1), vote.correlation_id, 2)
+    assert n.role is Role.LEADER
+    n.poll(n.next_deadline_ms())  # flush the LeaderChange
+    fetch(n, 2, 1, 0, now=3)
+    assert n.high_watermark == 1
+    return n
+
+
+def fetch(n: RaftNode, replica: int, offset: int, max_wait: int, now: int) -> dict | None:  # type: ignore[type-arg]
+    """Send replica's Fetch at ``offset``; its partition response, or None while it is parked."""
+    req = fetch_request(offset, 1 if offset else -1, n.epoch)
+    req.update(replicaState={"replicaId": replica, "replicaEpoch": -1}, maxWaitMs=max_wait)
+    out = n.handle_request(replica, API_FETCH, 17, req, offset, now)
+    answers = [e for e in out if isinstance(e, SendResponse) and e.destination == replica]
+    return answers[0].body["responses"][0]["partitions"][0] if answers else None
+
+
+def test_a_parked_fetch_is_answered_when_the_high_watermark_advances() -> None:
+    """An observer that got a record before it committed learns the commit at once, not at
+    its fetch's max wait (Kafka completes delayed fetches on a high-watermark change)."""
+    n = _two_voter_leader()
+    assert fetch(n, 9, 1, 500, now=4) is not None  # first contact: it learns the high watermark 1
+    assert fetch(n, 9, 1, 500, now=5) is None  # nothing new: parked until 505
+    n.append([b"x"], 6)
+    out = n.poll(n.next_deadline_ms())  # the leader's flush appends offset 1; the parked fetch gets it
+    part = next(e for e in out if e.destination == 9).body["responses"][0]["partitions"][0]
+    assert part["records"] and part["highWatermark"] == 1  # not committed yet
+    now = 40
+    assert fetch(n, 9, 2, 500, now=now) is None  # at the end, and it knows the current HW
+    assert not [e for e in n.poll(now) if e.destination == 9]
+    voter = fetch(n, 2, 2, 500, now=now + 1)  # the voter's fetch commits offset 1
+    assert voter is not None and voter["highWatermark"] == 2 and n.high_watermark == 2
+    assert n.next_deadline_ms() == 0
+    out = n.poll(now + 1)
+    part = next(e for e in out if e.destination == 9).body["responses"][0]["partitions"][0]
+    assert part["highWatermark"] == 2 and part["records"] is None
+
+
+def test_a_fetch_from_a_replica_behind_the_high_watermark_is_not_parked() -> None:
+    """The race the wake-up alone misses: the commit lands between the answer that carried the
+    uncommitted record and the observer's next fetch, which must not wait for the new HW."""
+    n = _two_voter_leader()
+    assert fetch(n, 9, 1, 500, now=4) is not None
+    n.append([b"x"], 5)
+    n.poll(n.next_deadline_ms())
+    part = fetch(n, 9, 1, 500, now=n.next_deadline_ms())
+    assert part is not None and part["records"] and part["highWatermark"] == 1
+    fetch(n, 2, 2, 500, now=20)
+    assert n.high_watermark == 2
+    part = fetch(n, 9, 2, 500, now=21)  # known HW 1 < 2: answered at once
+    assert part is not None and part["highWatermark"] == 2
+    assert fetch(n, 9, 2, 500, now=22) is None  # now it is up to date: parked

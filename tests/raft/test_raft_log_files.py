@@ -46,6 +46,7 @@ def test_layout_restart_cleaning_and_dump_log(tmp_path: Path, capsys: pytest.Cap
         f.write(b"\x00\x00\x00\x00\x00\x00\x00\x15\x00\x00\x00\x40garbage")
     log2, store2 = open_metadata_log(tmp_path, (1,), segment_bytes=500)
     assert log2.start_offset == 12 and log2.end_offset == 21
+    assert log2.read(21, 1 << 20) == b"" and log2.read(20, 1 << 20)  # at the end: no batch
     n2 = RaftNode(RaftConfig(1, (1,)), log2, store2, now_ms=5000, seed=2)
     assert n2.role is Role.RESIGNED and n2.epoch == 1  # a restarted leader never comes back as leader
     n2.poll(n2.next_deadline_ms())

@@ -359,6 +359,8 @@ class MemoryRaftLog(RaftLog):
     def read(self, offset: int, max_bytes: int) -> bytes:
         if offset < self._start or offset > self.end_offset:
             raise ValueError(f"offset {offset} outside [{self._start}, {self.end_offset}]")
+        if offset == self.end_offset:
+            return b""  # not the last batch again: a fetch at the end (a wake-up) carries none
         idx = max(self._index_of(offset), 0)
         if idx >= len(self._infos):
             return b""

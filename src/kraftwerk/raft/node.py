@@ -122,7 +122,7 @@ class _ParkedFetch:
     fetch_offset: int
     max_bytes: int
     deadline_ms: int
-    high_watermark: int | None
+    high_watermark: int | None  # the one the fetcher knows: the last this leader sent it
 
 
 class RaftNode:
@@ -160,6 +160,9 @@ class RaftNode:
         self._begin_pending: dict[int, int] = {}  # voter -> next send time
         self._begin_sent_ms: dict[int, int] = {}  # voter -> when BeginQuorumEpoch last went out
         self._parked: list[_ParkedFetch] = []
+        # the high watermark the leader last sent each fetcher (one fetch in flight per fetcher:
+        # what it knows when its next fetch arrives), so a parked fetch wakes when it is behind
+        self._sent_hw: dict[int, int | None] = {}
         self._needs_flush = False
         self._flush_at = 0
         self._changes = VoterChanges(self)  # AddRaftVoter / RemoveRaftVoter in progress
@@ -360,7 +363,7 @@ class RaftNode:
                 times.append(self._flush_at)
             end = self.log.end_offset
             times.extend(
-                0 if end > p.fetch_offset or p.high_watermark != self._hw else p.deadline_ms
+                0 if end > p.fetch_offset or self._hw_news(p.high_watermark) else p.deadline_ms
                 for p in self._parked
             )
             times.extend(self._begin_pending.values())
@@ -725,6 +728,7 @@ class RaftNode:
                     p.source, API_FETCH, p.version, p.correlation_id, self._fetch_error_body(_NOT_LEADER)
                 )
         self._replicas = {}
+        self._sent_hw = {}
         self._begin_pending = {}
         self._begin_sent_ms = {}
         self._end_pending = {}
@@ -1217,12 +1221,22 @@ class RaftNode:
         # a valid position: it is the replica's durable end offset
         self._update_replica(replica, fetch_offset, now_ms)
         max_wait = int(body.get("maxWaitMs", 0))
-        if fetch_offset < self.log.end_offset or max_wait <= 0:
-            self._respond(source, API_FETCH, version, corr, self._fetch_body(fetch_offset, max_bytes))
+        known_hw = self._sent_hw.get(source)
+        if fetch_offset < self.log.end_offset or max_wait <= 0 or self._hw_news(known_hw):
+            self._answer_fetch(source, version, corr, fetch_offset, max_bytes)
         else:
             self._parked.append(
-                _ParkedFetch(source, version, corr, fetch_offset, max_bytes, now_ms + max_wait, self._hw)
+                _ParkedFetch(source, version, corr, fetch_offset, max_bytes, now_ms + max_wait, known_hw)
             )
+
+    def _hw_news(self, known_hw: int | None) -> bool:
+        """Whether a fetcher that knows ``known_hw`` is behind this leader's high watermark
+        (Kafka completes its delayed fetches when the high watermark advances)."""
+        return self._hw is not None and (known_hw is None or self._hw > known_hw)
+
+    def _answer_fetch(self, source: int, version: int, corr: int, fetch_offset: int, max_bytes: int) -> None:
+        self._respond(source, API_FETCH, version, corr, self._fetch_body(fetch_offset, max_bytes))
+        self._sent_hw[source] = self._hw
 
     def _snapshot_epoch_at(self, offset: int) -> int:
         for sid in self.log.snapshots():
@@ -1341,14 +1355,8 @@ class RaftNode:
             keep = []
             end = self.log.end_offset
             for p in self._parked:
-                if now_ms >= p.deadline_ms or end > p.fetch_offset or p.high_watermark != self._hw:
-                    self._respond(
-                        p.source,
-                        API_FETCH,
-                        p.version,
-                        p.correlation_id,
-                        self._fetch_body(p.fetch_offset, p.max_bytes),
-                    )
+                if now_ms >= p.deadline_ms or end > p.fetch_offset or self._hw_news(p.high_watermark):
+                    self._answer_fetch(p.source, p.version, p.correlation_id, p.fetch_offset, p.max_bytes)
                 else:
                     keep.append(p)
             self._parked = keep
