@@ -28,20 +28,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from crc32c import crc32c
 
-from kraftwerk.records.batch import (
-    LEGACY_CRC_START,
-    V2_CRC_START,
-    V2_HEADER,
-    BatchScanner,
-    Header,
-    LegacyLayout,
-    RecordBatch,
-    TailReason,
-    legacy_layout,
-    wrapper_offsets_and_count,
-)
+from kraftwerk.records.batch import V2_CRC_START, V2_HEADER, Header, RecordBatch
 from kraftwerk.records.compression import decompress
 from kraftwerk.records.errors import RecordsError
+from kraftwerk.records.legacy import LEGACY_CRC_START, LegacyLayout, legacy_layout, wrapper_offsets_and_count
+from kraftwerk.records.recovery import BatchScanner, TailReason
 from kraftwerk.records.types import (
     LOG_OVERHEAD,
     MAGIC_V1,
