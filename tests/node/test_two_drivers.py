@@ -14,7 +14,8 @@ from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.protocol.json_form import uuid_to_str
 from kraftwerk.runtime.admin_client import AdminClient, FeatureUpdate, UpgradeType
 from kraftwerk.runtime.local_cluster import format_cluster, plan_cluster, wait_finalized
-from kraftwerk.sim.lifecycle import LifecycleConfig, LifecycleSim, Mix, UpdateOutcome
+from kraftwerk.sim.lifecycle import LifecycleSim
+from kraftwerk.sim.lifecycle_types import LifecycleConfig, Mix, UpdateOutcome
 from kraftwerk.storage.format import random_uuid
 from kraftwerk.storage.metadata_log import iter_log_entries
 from kraftwerk.storage.segment import list_segments

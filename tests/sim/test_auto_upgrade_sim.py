@@ -14,7 +14,8 @@ from kraftwerk.controller import features as fc
 from kraftwerk.controller.feature_control import FeatureControlManager
 from kraftwerk.image.writer import image_losses
 from kraftwerk.protocol.frame import MetadataRecord
-from kraftwerk.sim.lifecycle import MV_LADDER, LifecycleConfig, LifecycleSim, Mix
+from kraftwerk.sim.lifecycle import LifecycleSim
+from kraftwerk.sim.lifecycle_types import MV_LADDER, LifecycleConfig, Mix
 from kraftwerk.versions.metadata_version import FEATURE_NAME, MetadataVersion
 
 SEEDS = range(12)

@@ -16,16 +16,7 @@ from kraftwerk.image.writer import ImageWriterOptions
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.protocol.registry import lookup_record
 from kraftwerk.sim.checker import InvariantViolation
-from kraftwerk.sim.lifecycle import (
-    ALL_MIXES,
-    LifecycleConfig,
-    LifecycleResult,
-    LifecycleSim,
-    Mix,
-    Sabotage,
-    UpdateOutcome,
-    run_lifecycle_seed,
-)
+from kraftwerk.sim.lifecycle import LifecycleSim, run_lifecycle_seed
 from kraftwerk.sim.lifecycle_checker import (
     BROKER_INVARIANT,
     CONVERGENCE_INVARIANT,
@@ -36,6 +27,14 @@ from kraftwerk.sim.lifecycle_checker import (
     LifecycleChecker,
     NodeView,
     ReferenceTables,
+)
+from kraftwerk.sim.lifecycle_types import (
+    ALL_MIXES,
+    LifecycleConfig,
+    LifecycleResult,
+    Mix,
+    Sabotage,
+    UpdateOutcome,
 )
 
 MV = "metadata.version"

@@ -20,7 +20,7 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from kraftwerk.backoff import ExponentialBackoff
 from kraftwerk.broker.admin import alter_broker_loggers, describe_topic_partitions_body, logger_levels
@@ -50,6 +50,7 @@ from kraftwerk.protocol import codec
 from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
+from kraftwerk.protocol.messages.cluster import BrokerHeartbeatResponse, BrokerRegistrationResponse
 from kraftwerk.protocol.registry import by_api_key
 from kraftwerk.protocol.routing import Request
 from kraftwerk.protocol.schema import Kind
@@ -340,8 +341,9 @@ class BrokerNode:
         else:
             t.next_heartbeat_ms = now_ms + min(self.heartbeat_interval_ms, self.initial_backoff_ms * 5)
 
-    def handle_registration_response(self, body: Mapping[str, Any], now_ms: int) -> None:
+    def handle_registration_response(self, response: Mapping[str, Any], now_ms: int) -> None:
         """Adopt the broker epoch, or stay fenced and retry with backoff (logging Kafka's text)."""
+        body = cast(BrokerRegistrationResponse, response)
         self._t.in_flight = None
         error = Errors.for_code(body.get("errorCode", 0))
         if error is Errors.NONE:
@@ -398,7 +400,8 @@ class BrokerNode:
         err = fc.registration_feature_error(dict(self.software.supported_features()), mv, finalized)
         return None if err is None else str(err)
 
-    def handle_heartbeat_response(self, body: Mapping[str, Any], now_ms: int) -> None:
+    def handle_heartbeat_response(self, response: Mapping[str, Any], now_ms: int) -> None:
+        body = cast(BrokerHeartbeatResponse, response)
         self._t.in_flight = None
         error = Errors.for_code(body.get("errorCode", 0))
         self._t.next_heartbeat_ms = now_ms + self.heartbeat_interval_ms

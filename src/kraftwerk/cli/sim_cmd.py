@@ -10,7 +10,8 @@ from typing import Any
 from kraftwerk.cli.args import non_negative_int, positive_int
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.errors import KraftwerkError
-from kraftwerk.sim.lifecycle import ALL_MIXES, LifecycleConfig, Mix, run_lifecycle_seeds
+from kraftwerk.sim.lifecycle import run_lifecycle_seeds
+from kraftwerk.sim.lifecycle_types import ALL_MIXES, LifecycleConfig, Mix
 from kraftwerk.sim.runner import Scenario, SeedResult, SimConfig, run_seed
 
 

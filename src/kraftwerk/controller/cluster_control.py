@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kraftwerk.controller import partitions as pc
 from kraftwerk.controller.common import features_from_request, ranges_of, rec
@@ -17,6 +17,11 @@ from kraftwerk.controller.responses import describe_cluster_brokers
 from kraftwerk.image.model import BrokerRegistration, SupportedRange
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
+from kraftwerk.protocol.messages.cluster import (
+    BrokerHeartbeatRequest,
+    BrokerRegistrationRequest,
+    UnregisterBrokerRequest,
+)
 from kraftwerk.protocol.registry import lookup_record
 from kraftwerk.protocol.routing import Request
 from kraftwerk.versions.features import VersionRange
@@ -170,7 +175,7 @@ class ClusterControlManager:
         )
 
     def register_broker(self, request: Request) -> AppendThenRespond:
-        body, now_ms = request.body, request.now_ms
+        body, now_ms = cast(BrokerRegistrationRequest, request.body), request.now_ms
         mv = self._c.image.metadata_version
         assert mv is not None
         broker_id = body["brokerId"]
@@ -340,7 +345,7 @@ class ClusterControlManager:
         return dict(current.supported_features) != {f["name"]: _srange(f) for f in wanted}
 
     def unregister_broker(self, request: Request) -> AppendThenRespond:
-        body = request.body
+        body = cast(UnregisterBrokerRequest, request.body)
         broker_id = body["brokerId"]
         existing = self._c.image.cluster.brokers.get(broker_id)
         if existing is None:
@@ -356,7 +361,7 @@ class ClusterControlManager:
     # ------------------------------------------------------------------ heartbeats
 
     def broker_heartbeat(self, request: Request) -> Respond | AppendThenRespond:
-        body, now_ms = request.body, request.now_ms
+        body, now_ms = cast(BrokerHeartbeatRequest, request.body), request.now_ms
         broker_id = body["brokerId"]
         broker = self._c.image.cluster.brokers.get(broker_id)
         if broker is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from kraftwerk.controller import features as fc
 from kraftwerk.controller.auto_upgrade import (
@@ -25,6 +25,7 @@ from kraftwerk.image.model import ConfigResource, ConfigResourceType, ZkMigratio
 from kraftwerk.image.writer import image_losses
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
+from kraftwerk.protocol.messages.features import UpdateFeaturesRequest
 from kraftwerk.protocol.routing import Request
 from kraftwerk.versions.features import VersionRange
 from kraftwerk.versions.metadata_version import FEATURE_NAME, MetadataVersion
@@ -106,7 +107,7 @@ class FeatureControlManager:
         )
 
     def update_features(self, request: Request) -> Respond | AppendThenRespond:
-        version, body = request.version, request.body
+        version, body = request.version, cast(UpdateFeaturesRequest, request.body)
         updates = parse_feature_updates(version, body)
         state = self.feature_state()
         image = self._c.image
@@ -213,7 +214,7 @@ class FeatureControlManager:
         return out
 
 
-def parse_feature_updates(version: int, body: Mapping[str, Any]) -> list[fc.FeatureUpdate]:
+def parse_feature_updates(version: int, body: UpdateFeaturesRequest) -> list[fc.FeatureUpdate]:
     """The request's updates in Kafka's iteration order (a Java HashMap keyed by feature name).
 
     v0's ``AllowDowngrade`` maps to SAFE_DOWNGRADE (Kafka's ``UpdateFeaturesRequest.upgradeType``).

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from kraftwerk.broker.node import BrokerNode, ControllerCall
 from kraftwerk.controller.effects import (
@@ -44,6 +44,7 @@ from kraftwerk.node.hosting import (
 )
 from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.frame import encode_metadata_record
+from kraftwerk.protocol.messages.cluster import ControllerRegistrationResponse
 from kraftwerk.raft import (
     Committed,
     CommittedBatch,
@@ -56,7 +57,8 @@ from kraftwerk.raft import (
 
 log = logging.getLogger("kraftwerk.node")
 
-Respond_ = Callable[[Body], None]
+Answer = Callable[[Body], None]
+"""Where a served request's response body goes."""
 
 
 class HostIO(Protocol):
@@ -300,7 +302,8 @@ class NodeHost:
                                 controller.controller_registration_body(),
                                 self._controller_registration_answered, self._controller_registration_lost)
 
-    def _controller_registration_answered(self, response: Body) -> None:
+    def _controller_registration_answered(self, body: Body) -> None:
+        response = cast(ControllerRegistrationResponse, body)
         code = int(response.get("errorCode", 0))
         if code == 0:
             log.info("[ControllerRegistrationManager id=%d] Our registration has been persisted to the "
@@ -351,7 +354,7 @@ class NodeHost:
 
     # ------------------------------------------------------------------ requests
 
-    def serve_controller(self, api_key: int, version: int, body: Body, respond: Respond_) -> None:
+    def serve_controller(self, api_key: int, version: int, body: Body, respond: Answer) -> None:
         """A controller RPC: answer at once, or append its records and answer once they commit
         (NOT_CONTROLLER if leadership is lost first)."""
         controller = self.controller
@@ -368,7 +371,7 @@ class NodeHost:
         return reply
 
     def answer(
-        self, reply: Respond | AppendThenRespond, api_key: int, version: int, body: Body, respond: Respond_
+        self, reply: Respond | AppendThenRespond, api_key: int, version: int, body: Body, respond: Answer
     ) -> None:
         if isinstance(reply, Respond):
             respond(reply.body)

@@ -16,7 +16,7 @@ import logging
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from kraftwerk.backoff import ExponentialBackoff
 from kraftwerk.protocol import codec
@@ -30,6 +30,7 @@ from kraftwerk.protocol.control_records import (
 )
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.errors import ProtocolError
+from kraftwerk.protocol.messages.raft import VoteRequestPartitionData, VoteResponsePartitionData
 from kraftwerk.raft.log import ElectionState, QuorumStateStore, RaftLog, SnapshotId, scan_batch_infos
 from kraftwerk.raft.reconfig import VoterChanges
 from kraftwerk.raft.types import (
@@ -971,9 +972,10 @@ class RaftNode:
     def _on_vote_request(self, version: int, body: Body, now_ms: int) -> Body:
         if not self._cluster_ok(body):
             return self._vote_body(_INCONSISTENT_CLUSTER, False)
-        part = self._partition(body)
-        if part is None:
+        found = self._partition(body)
+        if found is None:
             return self._vote_body(_INVALID_REQUEST, False)
+        part = cast(VoteRequestPartitionData, found)
         candidate = int(part["replicaId"])
         epoch = int(part["replicaEpoch"])
         pre = bool(part.get("preVote", False)) and version >= 2
@@ -1008,9 +1010,10 @@ class RaftNode:
         return self._vote_body(_NONE, granted)
 
     def _on_vote_response(self, source: int, body: Body, flight: _InFlight, now_ms: int) -> None:
-        part = self._partition(body)
-        if body.get("errorCode", _NONE) != _NONE or part is None:
+        found = self._partition(body)
+        if body.get("errorCode", _NONE) != _NONE or found is None:
             return
+        part = cast(VoteResponsePartitionData, found)
         leader_id, leader_epoch = int(part["leaderId"]), int(part["leaderEpoch"])
         granted = part["errorCode"] == _NONE and bool(part["voteGranted"])
         # a voter that grants a pre-vote has lost its leader too: the leader it still names is the
