@@ -55,8 +55,9 @@ from pyspark.sql.datasource import DataSourceReader
 
 from kraftwerk.records import CompressionType, RecordsBuilder, TimestampType
 from kraftwerk.spark.source import KafkaLogDataSource, KafkaLogReader, list_segments_with_spark
-from kraftwerk.storage.scan import discover_segments, iter_batch_columns, scan_segments
+from kraftwerk.storage.scan import iter_batch_columns, scan_segments
 from kraftwerk.storage.segment import RELEASE_INTERVAL_BYTES, SegmentReader
+from kraftwerk.storage.segment_splits import discover_segments
 from kraftwerk.storage.upconvert import upconvert_log_dirs
 
 MIB = 1024 * 1024

@@ -40,7 +40,8 @@ from typing import Any
 from bench.bench_pipeline import MIB, _v2_template, make_scan_fleet, spark_scan, timed
 from kraftwerk.records import CompressionType
 from kraftwerk.spark.bundle import build_bundle
-from kraftwerk.storage.scan import discover_segments, scan_segments
+from kraftwerk.storage.scan import scan_segments
+from kraftwerk.storage.segment_splits import discover_segments
 
 LOCAL = "local[2]"
 

@@ -19,8 +19,10 @@ declare -A TESTS=(
     [controller/features.py]="tests/controller"
     [image/writer.py]="tests/image --ignore=tests/image/test_pmap.py"
     [records/batch.py]="tests/records --deselect tests/records/test_scan.py::test_deep_scan_memory_is_one_batch_not_the_buffer"
+    [records/legacy.py]="tests/records --deselect tests/records/test_scan.py::test_deep_scan_memory_is_one_batch_not_the_buffer"
+    [records/recovery.py]="tests/records --deselect tests/records/test_scan.py::test_deep_scan_memory_is_one_batch_not_the_buffer"
 )
-CORES=(controller/features.py image/writer.py records/batch.py)
+CORES=(controller/features.py image/writer.py records/batch.py records/legacy.py records/recovery.py)
 
 if [ ! -x .venv/bin/mutmut ]; then
     scripts/setup.sh

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kraftwerk.records.batch import scan_batches
 from kraftwerk.records.builder import build_records
+from kraftwerk.records.recovery import scan_batches
 from kraftwerk.records.types import CompressionType
 from kraftwerk.runtime.local_cluster import LocalCluster
 from kraftwerk.storage.segment import list_segments

@@ -12,7 +12,9 @@ import pytest
 
 from kraftwerk.readiness.assess import FindingKind, Status
 from kraftwerk.readiness.fleet import ReadinessError, assess_local, fleet_document, target_version
-from kraftwerk.storage.scan import discover_segments, scan_segments, summarize
+from kraftwerk.storage.scan import scan_segments
+from kraftwerk.storage.scan_summary import summarize
+from kraftwerk.storage.segment_splits import discover_segments
 from kraftwerk.versions.metadata_version import MetadataVersion as MV
 from tests.readiness.generator import TARGET, MetadataFleet, fleet_on_tmpfs
 

@@ -19,7 +19,7 @@ from kraftwerk.records import (
     TimestampType,
     iter_batches,
 )
-from kraftwerk.records.batch import legacy_layout, wrapper_offsets_and_count
+from kraftwerk.records.legacy import legacy_layout, wrapper_offsets_and_count
 
 RECORDS_AT = 61  # the v2 batch header is 61 bytes; the records follow
 Row = tuple[int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]

@@ -24,7 +24,9 @@ from kraftwerk.records import (
     parse_control_key,
     scan_batches,
 )
-from kraftwerk.records.batch import _ZZ, BatchScanner, iter_records, iter_spans, wrapper_offsets_and_count
+from kraftwerk.records.batch import _ZZ, iter_records, iter_spans
+from kraftwerk.records.legacy import wrapper_offsets_and_count
+from kraftwerk.records.recovery import BatchScanner
 from tests.conftest import golden_path
 from tests.records.helpers import parse_dump
 from tests.records.test_batch_bytes import RECORDS_AT, _legacy_message, fix_crc, kp_batch, kp_legacy

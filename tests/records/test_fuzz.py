@@ -121,9 +121,9 @@ def test_garbage_inside_valid_framing(magic: int, codec: CompressionType, inner:
 @settings(max_examples=500, deadline=None)
 @given(magic=st.sampled_from([0, 1]), n=st.integers(0, 6), data=st.data())
 def test_message_count_fold_equals_iter_spans(magic: int, n: int, data: st.DataObject) -> None:
-    """``_last_span`` (the wrapper count of a scan) is ``iter_spans`` folded: same result, same error."""
-    from kraftwerk.records.batch import _last_span
+    """``last_span`` (the wrapper count of a scan) is ``iter_spans`` folded: same result, same error."""
     from kraftwerk.records.batch import iter_spans as spans
+    from kraftwerk.records.legacy import last_span
 
     blob = bytearray(build_records([(i, 1_000 + i, b"k", b"v" * i, ()) for i in range(n)], magic=magic)
                      if n else b"")
@@ -139,7 +139,7 @@ def test_message_count_fold_equals_iter_spans(magic: int, n: int, data: st.DataO
     except RecordsError as exc:
         expected = (type(exc), str(exc))
     try:
-        got: object = _last_span(bytes(blob))
+        got: object = last_span(bytes(blob))
     except RecordsError as exc:
         got = (type(exc), str(exc))
     assert got == expected

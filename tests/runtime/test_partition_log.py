@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kraftwerk.records.batch import iter_records, scan_batches
+from kraftwerk.records.batch import iter_records
 from kraftwerk.records.builder import build_records
+from kraftwerk.records.recovery import scan_batches
 from kraftwerk.runtime.partition_log import LogAppendError, LogConfig, PartitionLog, batch_infos
 from kraftwerk.storage.checkpoints import EpochEntry, read_leader_epoch_checkpoint
 from kraftwerk.storage.errors import StorageError

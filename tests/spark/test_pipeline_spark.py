@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 from kraftwerk.records import iter_batches
-from kraftwerk.storage.scan import discover_segments, scan_segments, summarize
+from kraftwerk.storage.scan import scan_segments
+from kraftwerk.storage.scan_summary import summarize
 from kraftwerk.storage.segment import Segment, write_indexes
+from kraftwerk.storage.segment_splits import discover_segments
 from kraftwerk.storage.upconvert import Status
 from tests.conftest import golden_path
 from tests.storage.fleet import PEERS, Fleet, build_fleet, read_partition_with_peer
@@ -172,7 +174,7 @@ def test_upconvert_job_in_place(spark: SparkSession, tmp_path: Path) -> None:
 
 def test_pack_splits_balances_whole_waves_of_partitions() -> None:
     from kraftwerk.spark.source import pack_splits
-    from kraftwerk.storage.scan import SegmentFile, SegmentSplit
+    from kraftwerk.storage.segment_splits import SegmentFile, SegmentSplit
 
     splits = [SegmentSplit(SegmentFile("d", "t", i, 0, f"/d/t-{i}/0.log", size), 0, size)
               for i, size in enumerate((10, 10, 30, 5, 100, 1))]

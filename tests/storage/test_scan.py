@@ -17,23 +17,24 @@ from kraftwerk.storage.index import format_offset_index
 from kraftwerk.storage.scan import (
     BatchColumns,
     BatchRow,
-    ScanError,
-    SegmentFile,
-    SegmentSplit,
     _batch_row,
     _scanned,
     batch_arrow_schema,
-    discover_segments,
     iter_batch_columns,
     iter_batch_rows,
     iter_record_rows,
+    scan_segments,
+)
+from kraftwerk.storage.scan_summary import summarize, totals
+from kraftwerk.storage.segment import Segment, SegmentReader, compute_indexes, write_indexes
+from kraftwerk.storage.segment_splits import (
+    ScanError,
+    SegmentFile,
+    SegmentSplit,
+    discover_segments,
     locate_segment,
     plan_splits,
-    scan_segments,
-    summarize,
-    totals,
 )
-from kraftwerk.storage.segment import Segment, SegmentReader, compute_indexes, write_indexes
 from tests.conftest import golden_path
 from tests.storage.fleet import Fleet, build_fleet
 from tests.storage.helpers import make_batches, write_segment

@@ -24,8 +24,9 @@ from kraftwerk.errors import KraftwerkError
 from kraftwerk.protocol import codec, control_records, frame, json_form
 from kraftwerk.protocol.control_records import ControlRecordType
 from kraftwerk.protocol.errors import ProtocolError
-from kraftwerk.records.batch import RecordBatch, TailReason
+from kraftwerk.records.batch import RecordBatch
 from kraftwerk.records.errors import RecordsError
+from kraftwerk.records.recovery import TailReason
 from kraftwerk.records.types import TimestampType
 from kraftwerk.storage.index import (
     OFFSET_ENTRY,

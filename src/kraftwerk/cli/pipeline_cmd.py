@@ -24,16 +24,9 @@ from kraftwerk.cli.args import dir_list, key_value, output_dir, spark_master
 from kraftwerk.cli.main import UsageError
 from kraftwerk.cli.output import add_output_flag, print_json, status
 from kraftwerk.storage.fileio import atomic_write, local_path
-from kraftwerk.storage.scan import (
-    BatchRow,
-    PartitionSummary,
-    ScanError,
-    batch_arrow_schema,
-    discover_segments,
-    scan_segment_columns,
-    summarize,
-    totals,
-)
+from kraftwerk.storage.scan import BatchRow, batch_arrow_schema, scan_segment_columns
+from kraftwerk.storage.scan_summary import PartitionSummary, summarize, totals
+from kraftwerk.storage.segment_splits import ScanError, discover_segments
 from kraftwerk.storage.upconvert import SegmentOutcome, Status, upconvert_log_dirs
 
 DEFAULT_MASTER = "local[*]"

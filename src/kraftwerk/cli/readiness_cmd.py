@@ -35,7 +35,7 @@ from kraftwerk.cli.pipeline_cmd import (
 from kraftwerk.readiness.fleet import Assessment, ReadinessError, assess_local, fleet_document, target_version
 from kraftwerk.storage.fileio import atomic_write
 from kraftwerk.storage.metadata_scan import discover_metadata_files
-from kraftwerk.storage.scan import PartitionSummary
+from kraftwerk.storage.scan_summary import PartitionSummary
 from kraftwerk.versions.metadata_version import MetadataVersion
 
 SUMMARY = "summary.json"

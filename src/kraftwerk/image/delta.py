@@ -20,9 +20,8 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from immutables import Map
-
 from kraftwerk.image.errors import MetadataReplayError
+from kraftwerk.image.merge import merge_map, merge_small, updated
 from kraftwerk.image.model import (
     DIR_MIGRATING,
     DIR_UNASSIGNED,
@@ -35,7 +34,6 @@ from kraftwerk.image.model import (
     ConfigResourceType,
     ControllerRegistration,
     DelegationToken,
-    Endpoint,
     FeaturesImage,
     LeaderRecoveryState,
     MetadataImage,
@@ -44,12 +42,12 @@ from kraftwerk.image.model import (
     QuotaEntity,
     ScramCredential,
     StandardAcl,
-    SupportedRange,
     TopicImage,
     TopicsImage,
     ZkMigrationState,
     sorted_dirs,
 )
+from kraftwerk.image.registrations import broker_from_record, endpoints_from, features_from
 from kraftwerk.native import compiled
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.versions.errors import UnknownMetadataVersionError
@@ -70,50 +68,10 @@ UNSUPPORTED_MV_MESSAGE = (
 
 Value = Mapping[str, Any]
 _T = TypeVar("_T")
-_K = TypeVar("_K")
-_V = TypeVar("_V")
 
 
 def _ints(values: Iterable[int] | None) -> tuple[int, ...]:
     return tuple(values) if values else ()
-
-
-def endpoints_from(value: Iterable[Mapping[str, Any]] | None) -> tuple[Endpoint, ...]:
-    return tuple(
-        Endpoint(e["name"], e["host"], e["port"], e.get("securityProtocol", 0)) for e in (value or ())
-    )
-
-
-def features_from(value: Iterable[Mapping[str, Any]] | None) -> tuple[tuple[str, SupportedRange], ...]:
-    """Supported ranges sorted by name: Kafka keeps them in a map, so order carries no meaning."""
-    pairs = {f["name"]: SupportedRange(f["minSupportedVersion"], f["maxSupportedVersion"])
-             for f in value or ()}
-    return tuple(sorted(pairs.items()))
-
-
-def _static_configs(value: Value) -> tuple[tuple[str, str | None], ...]:
-    raw = value.get("staticConfigs")
-    if not raw:
-        return ()
-    return tuple(sorted((c["name"], c.get("value")) for c in raw))
-
-
-def broker_from_record(value: Value) -> BrokerRegistration:
-    """Kafka's BrokerRegistration.fromRecord."""
-    return BrokerRegistration(
-        id=value["brokerId"],
-        epoch=value["brokerEpoch"],
-        incarnation_id=value["incarnationId"],
-        listeners=endpoints_from(value.get("endPoints")),
-        supported_features=features_from(value.get("features")),
-        rack=value.get("rack"),
-        fenced=bool(value.get("fenced", True)),
-        in_controlled_shutdown=bool(value.get("inControlledShutdown", False)),
-        is_migrating_zk_broker=bool(value.get("isMigratingZkBroker", False)),
-        directories=sorted_dirs(value.get("logDirs") or ()),
-        cordoned_directories=sorted_dirs(value.get("cordonedLogDirs") or ()),
-        static_configs=_static_configs(value),
-    )
 
 
 def _share(shared: dict[Any, Any] | None, value: _T) -> _T:
@@ -622,25 +580,25 @@ class MetadataDelta:
         cluster = base.cluster
         if self._brokers or self._controllers:
             cluster = ClusterImage(
-                brokers=_merge_small(base.cluster.brokers, self._brokers),
-                controllers=_merge_small(base.cluster.controllers, self._controllers),
+                brokers=merge_small(base.cluster.brokers, self._brokers),
+                controllers=merge_small(base.cluster.controllers, self._controllers),
             )
         topics = base.topics
         if self._topics or self._deleted_topics:
             removed_names = [base.topics.by_id[t].name for t in self._deleted_topics]
             new_topics = {tid: TopicImage(c.name, c.id, c.partitions) for tid, c in self._topics.items()}
-            by_id = _updated(base.topics.by_id, new_topics,
+            by_id = updated(base.topics.by_id, new_topics,
                              [t for t in self._deleted_topics if t not in new_topics])
-            by_name = _updated(base.topics.by_name, {t.name: t for t in new_topics.values()},
+            by_name = updated(base.topics.by_name, {t.name: t for t in new_topics.values()},
                                [n for n in removed_names if n not in {t.name for t in new_topics.values()}])
             topics = TopicsImage(by_id, by_name)
         configs = base.configs
         if self._configs:
-            configs = _updated(configs, {r: dict(sorted(c.items())) for r, c in self._configs.items() if c},
+            configs = updated(configs, {r: dict(sorted(c.items())) for r, c in self._configs.items() if c},
                                [r for r, c in self._configs.items() if not c])
         quotas = base.client_quotas
         if self._quotas:
-            quotas = _updated(quotas, {e: dict(sorted(q.items())) for e, q in self._quotas.items() if q},
+            quotas = updated(quotas, {e: dict(sorted(q.items())) for e, q in self._quotas.items() if q},
                               [e for e, q in self._quotas.items() if not q])
         epoch = base.features_epoch if self._features_epoch is None else self._features_epoch
         snapshot_epoch = self.snapshot and provenance.last_offset >= 0
@@ -654,9 +612,9 @@ class MetadataDelta:
             client_quotas=quotas,
             producer_ids_next=base.producer_ids_next if self._producer_ids_next is None
             else self._producer_ids_next,
-            acls=_merge_map(base.acls, self._acls),
-            scram=_merge_map(base.scram, self._scram_changes),
-            delegation_tokens=_merge_map(base.delegation_tokens, self._tokens),
+            acls=merge_map(base.acls, self._acls),
+            scram=merge_map(base.scram, self._scram_changes),
+            delegation_tokens=merge_map(base.delegation_tokens, self._tokens),
             provenance=provenance,
             features_epoch=epoch,
         )
@@ -666,36 +624,6 @@ def _replace_broker(cur: BrokerRegistration, **changes: Any) -> BrokerRegistrati
     from dataclasses import replace
 
     return replace(cur, **changes)
-
-
-def _merge_small(base: Mapping[int, Any], changes: Mapping[int, Any]) -> dict[int, Any]:
-    """Node registrations are few (a cluster has brokers in the hundreds): copy and sort by id."""
-    merged = dict(base)
-    for key, value in changes.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = value
-    return dict(sorted(merged.items()))
-
-
-def _merge_map(base: Map[_K, _V], changes: Mapping[_K, _V | None]) -> Map[_K, _V]:
-    """``base`` with the changes applied; a None value removes its key."""
-    if not changes:
-        return base
-    return _updated(base, {k: v for k, v in changes.items() if v is not None},
-                    [k for k, v in changes.items() if v is None])
-
-
-def _updated(base: Map[_K, _V], changes: Mapping[_K, _V], removed: Iterable[_K] = ()) -> Map[_K, _V]:
-    """``base`` without ``removed``, then with ``changes``: one mutation of the persistent map,
-    which copies only the paths to the changed keys (the rest is shared with ``base``)."""
-    mutation = base.mutate()
-    for key in removed:
-        mutation.pop(key, None)
-    for key, value in changes.items():
-        mutation[key] = value
-    return mutation.finish()
 
 
 _Handler = Callable[[MetadataDelta, Value, int], None]

@@ -15,8 +15,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kraftwerk.records.batch import BatchScanner
 from kraftwerk.records.errors import RecordsError
+from kraftwerk.records.recovery import BatchScanner
 from kraftwerk.storage.metadata_log import SnapshotId
 
 __all__ = [

@@ -23,7 +23,7 @@ from kraftwerk.image.source import load_rows
 from kraftwerk.image.writer import ImageWriterOptions, LossPolicy, write_image
 from kraftwerk.storage.metadata_rows import MetadataCopy, feature_changes
 from kraftwerk.storage.metadata_scan import MetadataRow
-from kraftwerk.storage.scan import PartitionSummary
+from kraftwerk.storage.scan_summary import PartitionSummary
 from kraftwerk.versions.errors import VersionError
 from kraftwerk.versions.features import VersionRange
 from kraftwerk.versions.metadata_version import FEATURE_NAME, MetadataVersion, check_if_metadata_changed

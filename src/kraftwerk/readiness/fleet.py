@@ -30,7 +30,7 @@ from kraftwerk.storage.metadata_scan import (
     plan_metadata_splits,
 )
 from kraftwerk.storage.properties import META_PROPERTIES_FILE, read_meta_properties
-from kraftwerk.storage.scan import PartitionSummary
+from kraftwerk.storage.scan_summary import PartitionSummary
 from kraftwerk.versions import metadata_version as mvs
 from kraftwerk.versions.errors import VersionError
 from kraftwerk.versions.metadata_version import MetadataVersion

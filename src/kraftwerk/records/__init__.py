@@ -6,19 +6,13 @@ views (header fields only); ``RecordBatch.records()`` decodes lazily. Writing: `
 """
 
 from kraftwerk.records.batch import (
-    BatchScanner,
-    LegacyMessage,
     Record,
     RecordBatch,
-    ScanResult,
-    Tail,
-    TailReason,
     increment_sequence,
     iter_batches,
     iter_records,
     iter_spans,
     parse_control_key,
-    scan_batches,
 )
 from kraftwerk.records.builder import RecordsBuilder, build_records, encode_legacy_message, encode_v2_record
 from kraftwerk.records.compression import compress, decompress
@@ -41,6 +35,8 @@ from kraftwerk.records.errors import (
     UnsupportedCompressionError,
     UnsupportedMagicError,
 )
+from kraftwerk.records.legacy import LegacyMessage
+from kraftwerk.records.recovery import BatchScanner, ScanResult, Tail, TailReason, scan_batches
 from kraftwerk.records.types import (
     CURRENT_MAGIC,
     DEFAULT_MAX_DECOMPRESSED_SIZE,

@@ -4,8 +4,9 @@
 ``struct`` call per batch); payloads are decompressed and records decoded only when ``records()``
 (or ``messages()`` for the v0/v1 deep structure) is called, and then lazily, one record at a time.
 
-``BatchScanner`` is the recovery-friendly variant: it stops at the first truncated or corrupt batch
-and reports where the valid bytes end and why, instead of raising.
+The recovery-friendly variant, which stops at the first truncated or corrupt batch and reports where
+the valid bytes end and why instead of raising, is :mod:`kraftwerk.records.recovery`; the v0/v1
+message layout and wrapper sets are :mod:`kraftwerk.records.legacy`.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ import logging
 import struct
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from enum import Enum
 
 from crc32c import crc32c
 
@@ -29,22 +28,29 @@ from kraftwerk.records.errors import (
     InvalidRecordError,
     RecordsError,
     UnsupportedCompressionError,
-    UnsupportedMagicError,
+)
+from kraftwerk.records.legacy import (
+    LEGACY_CRC_START,
+    MAGIC_POS,
+    LegacyMessage,
+    bad_magic,
+    inner_messages,
+    legacy_layout,
+    parse_legacy,
+    record_too_small,
+    wrapper_offsets_and_count,
 )
 from kraftwerk.records.types import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     LOG_OVERHEAD,
-    MAGIC_V0,
     MAGIC_V1,
     MAGIC_V2,
     NO_PARTITION_LEADER_EPOCH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     NO_SEQUENCE,
-    NO_TIMESTAMP,
     RECORD_BATCH_OVERHEAD,
     RECORD_OVERHEAD_V0,
-    RECORD_OVERHEAD_V1,
     CompressionType,
     ControlRecordType,
     TimestampType,
@@ -62,22 +68,10 @@ Buffer = bytes | bytearray | memoryview
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
 # baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
 V2_HEADER = struct.Struct(">qiibIhiqqqhii")
-# offset, size, crc, magic, attributes
-LEGACY_HEADER = struct.Struct(">qiIbb")
-# offset, size, crc, magic, attributes, timestamp
-LEGACY_V1_HEADER = struct.Struct(">qiIbbq")
-LEGACY_TIMESTAMP = struct.Struct(">q")
-# the same headers followed by the key length (one unpack per message in legacy_layout)
-_LEGACY_V0_KEY = struct.Struct(">qiIbbi")
-_LEGACY_V1_KEY = struct.Struct(">qiIbbqi")
 _LOG_HEADER = struct.Struct(">qi")
-_I32 = struct.Struct(">i")
-_LOG_HEADER_OFFSET = struct.Struct(">q")
 _CONTROL_KEY = struct.Struct(">hh")
 
 V2_CRC_START = 21  # CRC-32C covers attributes .. end of batch
-LEGACY_CRC_START = LOG_OVERHEAD + 4  # CRC-32 covers magic .. end of message
-_MAGIC_POS = 16
 _INT32_MAX = 0x7FFFFFFF
 _MIN_V2_RECORD = 7  # length, attributes, ts delta, offset delta, key len, value len, header count
 _NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
@@ -100,42 +94,6 @@ def _zig_zag_table() -> tuple[int, ...]:  # pragma: no mutate block
 
 
 _ZZ = _zig_zag_table()
-
-#: (offset, crc, attributes, timestamp, key length position, key length, value length position,
-#: value length) of a shallow v0/v1 message, from :func:`legacy_layout`
-LegacyLayout = tuple[int, int, int, int, int, int, int, int]
-
-
-@dataclass(frozen=True, slots=True)
-class LegacyMessage:
-    """One v0/v1 message with its on-disk details (the dump tool's deep iteration, CRC checks).
-
-    ``stored_offset`` is the offset as written (relative for inner v1 messages of a compressed
-    wrapper); ``offset`` is the absolute one. ``position`` is relative to the buffer that holds
-    the message: the segment for shallow messages, the decompressed wrapper value for inner ones.
-    """
-
-    offset: int
-    stored_offset: int
-    position: int
-    size: int
-    crc: int
-    computed_crc: int
-    magic: int
-    attributes: int
-    timestamp: int
-    timestamp_type: TimestampType
-    key: bytes | None
-    value: bytes | None
-
-    @property
-    def crc_valid(self) -> bool:
-        return self.crc == self.computed_crc
-
-    @property
-    def compression(self) -> CompressionType:
-        return CompressionType.from_id(self.attributes & 0x07)
-
 
 def increment_sequence(sequence: int, increment: int) -> int:
     """Kafka's DefaultRecordBatch.incrementSequence: sequences wrap at Int.MAX_VALUE to 0."""
@@ -355,7 +313,7 @@ class RecordBatch:
             raise RecordsError("messages() is only defined for magic v0/v1 batches")
         if self._legacy is None:
             if self.compression is CompressionType.NONE:
-                msg = _parse_legacy(self._buf, self.position, self.position + self.size, None, None)
+                msg = parse_legacy(self._buf, self.position, self.position + self.size, None, None)
                 self._legacy = (msg,)
             else:
                 self._legacy = self._inner_messages()
@@ -365,50 +323,18 @@ class RecordBatch:
         """The shallow v0/v1 message itself (for a wrapper: its key is null, value the payload)."""
         if self.magic >= MAGIC_V2:
             raise RecordsError("wrapper() is only defined for magic v0/v1 batches")
-        return _parse_legacy(self._buf, self.position, self.position + self.size, None, None)
+        return parse_legacy(self._buf, self.position, self.position + self.size, None, None)
 
     def _inner_messages(self) -> tuple[LegacyMessage, ...]:
-        start, _ = self._legacy_value_span()
-        if _I32.unpack_from(self._buf, start - 4)[0] < 0:
+        *_, value_len = legacy_layout(self._buf, self.position, self.size, self.magic)
+        if value_len < 0:
             raise InvalidRecordError(
                 f"Found invalid compressed record set with null value (magic = {self.magic})", self.position)
-        data = memoryview(self.decompressed_payload())
-        wrapper_ts = self.max_timestamp
-        wrapper_type = self.timestamp_type
-        inner: list[LegacyMessage] = []
-        pos = 0
-        n = len(data)
-        while n - pos >= LOG_OVERHEAD:
-            _, size = _LOG_HEADER.unpack_from(data, pos)
-            if size < RECORD_OVERHEAD_V0:
-                raise CorruptRecordError("Record size is less than the minimum record overhead "
-                                         f"({RECORD_OVERHEAD_V0})", self.position)
-            if pos + LOG_OVERHEAD + size > n:
-                break  # Kafka's DataLogInputStream stops at a partial inner message
-            msg = _parse_legacy(data, pos, pos + LOG_OVERHEAD + size, wrapper_ts, wrapper_type,
-                                where=self.position)
-            if msg.attributes & 0x07:
-                raise InvalidRecordError("Inner messages must not be compressed", self.position)
-            inner.append(msg)
-            pos += LOG_OVERHEAD + size
-        if not inner:
-            raise InvalidRecordError("Found invalid compressed record set with no inner records",
-                                     self.position)
-        if self.magic == MAGIC_V1:
-            last_inner = inner[-1].stored_offset
-            if self.last_offset == 0:
-                base = 0  # some librdkafka versions wrote wrapper offset 0
-            elif self.last_offset < last_inner:
-                raise InvalidRecordError(
-                    "Found invalid wrapper offset in compressed v1 message set, wrapper offset "
-                    f"'{self.last_offset}' is less than the last inner message offset '{last_inner}' "
-                    "and it is not zero.", self.position)
-            else:
-                base = self.last_offset - last_inner
-            inner = [_with_offset(m, base + m.stored_offset) for m in inner]
+        inner = inner_messages(memoryview(self.decompressed_payload()), self.magic, self.last_offset,
+                               self.max_timestamp, self.timestamp_type, self.position)
         self._base_offset = inner[0].offset
         self._count = len(inner)
-        return tuple(inner)
+        return inner
 
     def offsets_and_count(self) -> tuple[int, int]:
         """(base offset, record count) without decoding any record.
@@ -433,58 +359,6 @@ class RecordBatch:
         return (f"RecordBatch(magic={self.magic}, position={self.position}, size={self.size}, "
                 f"last_offset={self.last_offset}, compression={self.compression.kafka_name}, "
                 f"count={self._count})")
-
-
-def wrapper_offsets_and_count(payload: bytes, magic: int, wrapper_offset: int) -> tuple[int, int] | None:
-    """(first offset, message count) of a compressed v0/v1 wrapper from its inner message set
-    ``payload``, by framing the inner messages only; None for an unusual wrapper (no inner message,
-    wrapper offset 0 or below its last inner one), which :meth:`RecordBatch.messages` must decide.
-    Raises ``CorruptRecordError`` for bad inner framing. Inner v1 offsets are relative to the
-    wrapper's, which is the last one (Kafka's rule)."""
-    last_pos, count = _last_span(payload)
-    if count == 0:
-        return None
-    (first,) = _LOG_HEADER_OFFSET.unpack_from(payload, 0)
-    if magic == MAGIC_V0:
-        return first, count
-    (last,) = _LOG_HEADER_OFFSET.unpack_from(payload, last_pos)
-    if wrapper_offset == 0 or wrapper_offset < last:
-        return None
-    return wrapper_offset - last + first, count
-
-
-def _with_offset(m: LegacyMessage, offset: int) -> LegacyMessage:
-    return LegacyMessage(offset, m.stored_offset, m.position, m.size, m.crc, m.computed_crc, m.magic,
-                         m.attributes, m.timestamp, m.timestamp_type, m.key, m.value)
-
-
-def _parse_legacy(buf: memoryview, pos: int, end: int, wrapper_ts: int | None,
-                  wrapper_type: TimestampType | None, where: int | None = None) -> LegacyMessage:
-    """Parse one v0/v1 log entry (offset, size, message) occupying ``buf[pos:end]``."""
-    at = pos if where is None else where
-    magic = buf[pos + _MAGIC_POS]
-    if magic not in (MAGIC_V0, MAGIC_V1):
-        signed = magic if magic < 128 else magic - 256
-        raise InvalidRecordError(f"Invalid magic found in legacy record: {signed}", at)
-    offset, crc, attributes, own_ts, key_at, key_len, value_at, value_len = legacy_layout(
-        buf, pos, end - pos, magic, at)
-    if magic == MAGIC_V1:
-        if wrapper_type is TimestampType.LOG_APPEND_TIME and wrapper_ts is not None:
-            timestamp = wrapper_ts
-        else:
-            timestamp = own_ts
-        if wrapper_type is not None:
-            ts_type = wrapper_type  # inner messages take the wrapper's type (LegacyRecord.timestampType)
-        else:
-            ts_type = TimestampType.LOG_APPEND_TIME if attributes & 0x08 else TimestampType.CREATE_TIME
-    else:
-        timestamp = NO_TIMESTAMP
-        ts_type = TimestampType.NO_TIMESTAMP_TYPE
-    key = None if key_len < 0 else bytes(buf[key_at + 4:key_at + 4 + key_len])
-    value = None if value_len < 0 else bytes(buf[value_at + 4:value_at + 4 + value_len])
-    computed = zlib.crc32(buf[pos + LEGACY_CRC_START:end])
-    return LegacyMessage(offset, offset, pos, end - pos, crc, computed, magic, attributes, timestamp, ts_type,
-                         key, value)
 
 
 def _decode_v2_py(data: Buffer, count: int, base_offset: int, base_ts: int, lat: int | None,
@@ -625,40 +499,6 @@ def _as_view(data: Buffer) -> memoryview:
     return mv
 
 
-def legacy_layout(mv: Buffer, pos: int, size: int, magic: int, where: int | None = None) -> LegacyLayout:
-    """Parse and bounds-check the shallow v0/v1 message at ``pos`` (``size`` includes the log overhead).
-
-    The one place the legacy framing rules live: minimum size, codec id, key and value lengths
-    inside the message. Returns ``LegacyLayout``; the length positions are where each int32
-    length is stored (the bytes follow it). v0 messages report timestamp -1. Errors name ``where``
-    (default ``pos``): the wrapper's position for the inner messages of a compressed set.
-    """
-    at = pos if where is None else where
-    if magic == MAGIC_V1:
-        if size - LOG_OVERHEAD < RECORD_OVERHEAD_V1:
-            raise CorruptRecordError(f"Record size {size - LOG_OVERHEAD} is less than the minimum record "
-                                     f"overhead ({RECORD_OVERHEAD_V1})", at)
-        offset, _, crc, _, attrs, ts, key_len = _LEGACY_V1_KEY.unpack_from(mv, pos)
-        key_at = pos + LOG_OVERHEAD + RECORD_OVERHEAD_V1 - 8
-    else:
-        if size - LOG_OVERHEAD < RECORD_OVERHEAD_V0:
-            raise CorruptRecordError(f"Record size {size - LOG_OVERHEAD} is less than the minimum record "
-                                     f"overhead ({RECORD_OVERHEAD_V0})", at)
-        offset, _, crc, _, attrs, key_len = _LEGACY_V0_KEY.unpack_from(mv, pos)
-        ts = NO_TIMESTAMP
-        key_at = pos + LOG_OVERHEAD + RECORD_OVERHEAD_V0 - 8
-    if attrs & 0x07 > 3:
-        raise CorruptRecordError(f"Invalid compression type id {attrs & 0x07} for magic {magic}", at)
-    end = pos + size
-    if key_len < -1 or key_len > end - key_at - 8:
-        raise CorruptRecordError(f"Invalid key size {key_len} in legacy record", at)
-    value_at = key_at + 4 + (key_len if key_len > 0 else 0)
-    (value_len,) = _I32.unpack_from(mv, value_at)
-    if value_len < -1 or value_len > end - value_at - 4:
-        raise CorruptRecordError(f"Invalid value size {value_len} in legacy record", at)
-    return offset, crc, attrs, ts, key_at, key_len, value_at, value_len
-
-
 def _new_batch(mv: memoryview, pos: int, size: int, magic: int, max_decompressed: int) -> RecordBatch:
     """Build the view of the batch at ``pos`` (``size`` includes the log overhead)."""
     b = RecordBatch.__new__(RecordBatch)
@@ -725,103 +565,10 @@ def _new_batch(mv: memoryview, pos: int, size: int, magic: int, max_decompressed
     return b
 
 
-class TailReason(Enum):
-    """Why a scan stopped before the end of the buffer."""
-
-    TRUNCATED = "truncated"  # a partial batch at the end (an interrupted append)
-    CORRUPT = "corrupt"  # bad size/magic/CRC/records: the bytes from here on are not trustworthy
-
-
-@dataclass(frozen=True, slots=True)
-class Tail:
-    """The unreadable end of a scanned range: where it starts, how long it is and why."""
-
-    position: int
-    length: int
-    reason: TailReason
-    message: str
-
-
-class BatchScanner:
-    """Iterate the valid batches of ``data[start:end]``; stop (without raising) at the first bad one.
-
-    After iteration ``valid_end`` is the position just past the last good batch and ``tail`` says
-    what follows it (``None`` when the range was consumed exactly). ``validate`` checks CRCs;
-    ``deep`` also decodes every record (and decompresses), as a thorough recovery would.
-    """
-
-    def __init__(self, data: Buffer, start: int = 0, end: int | None = None, *, validate: bool = True,
-                 deep: bool = False, max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> None:
-        self._mv = _as_view(data)
-        self.start = start
-        self.end = len(self._mv) if end is None else min(end, len(self._mv))
-        self.validate = validate
-        self.deep = deep
-        self.max_decompressed_size = max_decompressed_size
-        self.valid_end = start
-        self.tail: Tail | None = None
-
-    def __iter__(self) -> Iterator[RecordBatch]:
-        self.valid_end = self.start
-        self.tail = None
-        it = _frame(self._mv, self.start, self.end, self.max_decompressed_size)
-        while True:
-            try:
-                batch = next(it)
-            except StopIteration:
-                break
-            except _Truncated as t:
-                self.tail = Tail(t.position, self.end - t.position, TailReason.TRUNCATED, str(t))
-                return
-            except RecordsError as e:
-                self.tail = Tail(self.valid_end, self.end - self.valid_end, TailReason.CORRUPT, str(e))
-                return
-            try:
-                if self.validate:
-                    batch.ensure_valid()
-                if self.deep:
-                    for _ in batch.records():
-                        pass
-            except RecordsError as e:
-                self.tail = Tail(batch.position, self.end - batch.position, TailReason.CORRUPT, str(e))
-                return
-            self.valid_end = batch.position + batch.size
-            yield batch
-
-
-@dataclass(frozen=True, slots=True)
-class ScanResult:
-    """All valid batches of a range plus where and why the valid bytes end."""
-
-    batches: tuple[RecordBatch, ...]
-    valid_end: int
-    tail: Tail | None
-
-
-def scan_batches(data: Buffer, start: int = 0, end: int | None = None, *, validate: bool = True,
-                 deep: bool = False,
-                 max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> ScanResult:
-    """Collect a ``BatchScanner`` run: the storage layer's recovery primitive."""
-    scanner = BatchScanner(data, start, end, validate=validate, deep=deep,
-                           max_decompressed_size=max_decompressed_size)
-    batches = tuple(scanner)
-    return ScanResult(batches, scanner.valid_end, scanner.tail)
-
-
 class _Truncated(Exception):
     def __init__(self, message: str, position: int) -> None:
         super().__init__(message)
         self.position = position
-
-
-def _too_small(size: int, pos: int) -> CorruptRecordError:
-    return CorruptRecordError(
-        f"Record size {size} is less than the minimum record overhead ({RECORD_OVERHEAD_V0})", pos)
-
-
-def _bad_magic(magic: int, pos: int) -> UnsupportedMagicError:
-    signed = magic if magic < 128 else magic - 256
-    return UnsupportedMagicError(f"Invalid magic found in record: {signed}", pos)
 
 
 def _spans(mv: memoryview, pos: int, end: int) -> Iterator[tuple[int, int, int]]:
@@ -834,42 +581,17 @@ def _spans(mv: memoryview, pos: int, end: int) -> Iterator[tuple[int, int, int]]
             raise _Truncated(f"{remaining} trailing bytes are shorter than a batch header", pos)
         _, size = unpack(mv, pos)
         if size < RECORD_OVERHEAD_V0:
-            raise _too_small(size, pos)
-        if remaining < _MAGIC_POS + 1:
+            raise record_too_small(size, pos)
+        if remaining < MAGIC_POS + 1:
             raise _Truncated(f"{remaining} trailing bytes are shorter than a batch header", pos)
-        magic = mv[pos + _MAGIC_POS]
+        magic = mv[pos + MAGIC_POS]
         if magic > MAGIC_V2:
-            raise _bad_magic(magic, pos)
+            raise bad_magic(magic, pos)
         total = size + LOG_OVERHEAD
         if total > remaining:
             raise _Truncated(f"batch of {total} bytes but only {remaining} bytes left", pos)
         yield pos, total, magic
         pos += total
-
-
-def _last_span(data: bytes) -> tuple[int, int]:
-    """(position of the last message, number of messages) of an inner message set: :func:`iter_spans`
-    folded into one loop (same checks, a partial tail ignored), because counting the messages of
-    every compressed v0/v1 wrapper was half of a fleet scan's time."""
-    unpack = _LOG_HEADER.unpack_from
-    end = len(data)
-    pos = 0
-    last = -1
-    count = 0
-    while end - pos >= LOG_OVERHEAD:
-        _, size = unpack(data, pos)
-        if size < RECORD_OVERHEAD_V0:
-            raise _too_small(size, pos)
-        if end - pos < _MAGIC_POS + 1:
-            break
-        if data[pos + _MAGIC_POS] > MAGIC_V2:
-            raise _bad_magic(data[pos + _MAGIC_POS], pos)
-        if size + LOG_OVERHEAD > end - pos:
-            break
-        last = pos
-        count += 1
-        pos += size + LOG_OVERHEAD
-    return last, count
 
 
 def _frame(mv: memoryview, pos: int, end: int, max_decompressed: int) -> Iterator[RecordBatch]:

@@ -19,16 +19,13 @@ from crc32c import crc32c
 
 from kraftwerk.records.batch import (
     _CODECS,
-    LEGACY_CRC_START,
     NATIVE,
     Buffer,
-    LegacyLayout,
     RecordBatch,
     _as_view,
     _new_batch,
     iter_batches,
     iter_spans,
-    legacy_layout,
 )
 from kraftwerk.records.builder import (
     V2_HEAD,
@@ -41,6 +38,7 @@ from kraftwerk.records.builder import (
 from kraftwerk.records.compression import compress, decompress
 from kraftwerk.records.digest import RECORD_HEAD, ContentDigest
 from kraftwerk.records.errors import ConversionError, CorruptRecordError, RecordsError
+from kraftwerk.records.legacy import LEGACY_CRC_START, LegacyLayout, legacy_layout
 from kraftwerk.records.types import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     MAGIC_V1,

@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraftwerk.records.batch import RecordBatch, scan_batches
+from kraftwerk.records.batch import RecordBatch
+from kraftwerk.records.recovery import scan_batches
 from kraftwerk.records.types import MAGIC_V2
 from kraftwerk.storage.checkpoints import (
     EpochEntry,

@@ -1,7 +1,7 @@
 """The pipeline's Spark jobs: fleet scan to Parquet + summary, and distributed up-conversion.
 
 Both are thin: the scan is the ``kafka-log`` source written as Parquet and aggregated with Spark
-SQL into :class:`~kraftwerk.storage.scan.PartitionSummary` values; the up-conversion runs
+SQL into :class:`~kraftwerk.storage.scan_summary.PartitionSummary` values; the up-conversion runs
 :func:`kraftwerk.storage.upconvert.run_work_item` once per topic-partition directory in a
 RDD task while the driver holds every log dir's ``.lock``.
 """
@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 from kraftwerk.spark.errors import SparkJobError, job_failure, require_readable
 from kraftwerk.spark.source import BATCH_SCHEMA_DDL, list_segments_with_spark, pack_work, read_log_dirs
 from kraftwerk.storage.fileio import translate_os_errors
-from kraftwerk.storage.scan import PartitionSummary, locate_segment
+from kraftwerk.storage.scan_summary import PartitionSummary
 from kraftwerk.storage.segment import Segment
+from kraftwerk.storage.segment_splits import locate_segment
 from kraftwerk.storage.upconvert import (
     LogDirLocks,
     SegmentOutcome,

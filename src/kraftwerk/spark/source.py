@@ -35,19 +35,21 @@ from kraftwerk.spark.errors import SparkJobError, require_readable
 from kraftwerk.storage.fileio import local_path
 from kraftwerk.storage.scan import (
     BATCH_COLUMNS,
-    DEFAULT_MAX_SPLIT_BYTES,
     RECORD_COLUMNS,
-    SegmentFile,
-    SegmentSplit,
     columns_to_arrow,
-    discover_segments,
-    is_segment_path,
     iter_batch_columns,
     iter_record_rows,
+)
+from kraftwerk.storage.segment import parse_partition_dir_name
+from kraftwerk.storage.segment_splits import (
+    DEFAULT_MAX_SPLIT_BYTES,
+    SegmentFile,
+    SegmentSplit,
+    discover_segments,
+    is_segment_path,
     locate_segment,
     plan_splits,
 )
-from kraftwerk.storage.segment import parse_partition_dir_name
 
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped]

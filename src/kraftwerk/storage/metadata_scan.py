@@ -25,8 +25,9 @@ from kraftwerk.errors import KraftwerkError
 from kraftwerk.protocol.control_records import spec_for
 from kraftwerk.protocol.frame import decode_metadata_record
 from kraftwerk.protocol.json_form import to_json
-from kraftwerk.records.batch import BatchScanner, RecordBatch, TailReason
+from kraftwerk.records.batch import RecordBatch
 from kraftwerk.records.errors import RecordsError
+from kraftwerk.records.recovery import BatchScanner, TailReason
 from kraftwerk.storage.errors import StorageError
 from kraftwerk.storage.metadata_log import (
     METADATA_PARTITION_DIR,

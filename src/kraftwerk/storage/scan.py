@@ -10,20 +10,17 @@ inner messages without parsing them. Memory therefore stays at one batch and one
 never a segment. Damage never stops a scan: a batch with a bad CRC is a row with ``crc_valid``
 false, and unreadable bytes (bad framing, a torn tail) become one row with ``error`` set.
 
-Large segments are split at offset-index entries (each entry names a batch start), after checking
-that the entry really points at a batch with that last offset, so a stale index cannot misplace a
-split.
+Which segments and splits a scan reads is :mod:`kraftwerk.storage.segment_splits`; the
+per-partition and fleet totals folded from the rows are :mod:`kraftwerk.storage.scan_summary`.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import os
 import struct
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -31,20 +28,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from crc32c import crc32c
 
-from kraftwerk.records.batch import (
-    LEGACY_CRC_START,
-    V2_CRC_START,
-    V2_HEADER,
-    BatchScanner,
-    Header,
-    LegacyLayout,
-    RecordBatch,
-    TailReason,
-    legacy_layout,
-    wrapper_offsets_and_count,
-)
+from kraftwerk.records.batch import V2_CRC_START, V2_HEADER, Header, RecordBatch
 from kraftwerk.records.compression import decompress
 from kraftwerk.records.errors import RecordsError
+from kraftwerk.records.legacy import LEGACY_CRC_START, LegacyLayout, legacy_layout, wrapper_offsets_and_count
+from kraftwerk.records.recovery import BatchScanner, TailReason
 from kraftwerk.records.types import (
     LOG_OVERHEAD,
     MAGIC_V1,
@@ -57,160 +45,14 @@ from kraftwerk.records.types import (
     CompressionType,
     TimestampType,
 )
-from kraftwerk.storage.errors import StorageError, StorageIOError
-from kraftwerk.storage.fileio import translate_os_errors
-from kraftwerk.storage.metadata_log import METADATA_PARTITION_DIR
-from kraftwerk.storage.segment import (
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
-    RELEASE_INTERVAL_BYTES,
-    SegmentReader,
-    file_name,
-    parse_partition_dir_name,
-    parse_segment_file_name,
-    read_offset_index,
-)
+from kraftwerk.storage.errors import StorageError
+from kraftwerk.storage.segment import RELEASE_INTERVAL_BYTES, SegmentReader
+from kraftwerk.storage.segment_splits import DEFAULT_MAX_SPLIT_BYTES, SegmentFile, SegmentSplit, plan_splits
 
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped]
 
 log = logging.getLogger(__name__)
-
-#: Segments larger than this are split into several input partitions at offset-index entries.
-DEFAULT_MAX_SPLIT_BYTES = 128 * 1024 * 1024
-_LAST_OFFSET_DELTA = struct.Struct(">i")
-_BASE_OFFSET = struct.Struct(">q")
-
-
-class ScanError(StorageError):
-    """A scan that cannot start: no such log dir, or a path that is not a segment."""
-
-
-# ---------------------------------------------------------------------- segments and splits
-
-@dataclass(frozen=True, slots=True)
-class SegmentFile:
-    """One ``.log`` file located in its log dir and topic-partition."""
-
-    log_dir: str
-    topic: str
-    partition: int
-    base_offset: int
-    path: str
-    size: int
-
-    @property
-    def partition_dir(self) -> str:
-        return os.path.dirname(self.path)
-
-
-@dataclass(frozen=True, slots=True)
-class SegmentSplit:
-    """Bytes ``[start, end)`` of a segment: the batches that *start* in that range."""
-
-    segment: SegmentFile
-    start: int
-    end: int
-
-
-def locate_segment(path: str | Path, size: int | None = None) -> SegmentFile:
-    """Where a ``.log`` file sits: ``<log dir>/<topic>-<partition>/<base offset>.log``."""
-    p = Path(str(path).removeprefix("file:"))
-    parsed = parse_segment_file_name(p.name)
-    pdir = parse_partition_dir_name(p.parent.name)
-    if parsed is None or parsed[1] != LOG_SUFFIX or pdir is None or pdir.kind is not None:
-        raise ScanError(f"{p} is not a log segment inside a topic-partition directory")
-    if size is None:
-        with translate_os_errors(p, "stat"):
-            size = p.stat().st_size
-    return SegmentFile(str(p.parent.parent), pdir.topic, pdir.partition, parsed[0], str(p), size)
-
-
-def partition_dirs(log_dir: str | Path) -> list[Path]:
-    """The topic-partition directories of a log dir (``-delete``/``-future``/``-stray`` excluded)."""
-    root = Path(log_dir)
-    if not root.is_dir():
-        raise ScanError(f"Log directory {root} does not exist or is not a directory")
-    with translate_os_errors(root, "list"):
-        names = sorted(os.listdir(root))
-    out = []
-    for name in names:
-        parsed = parse_partition_dir_name(name)
-        if parsed is not None and parsed.kind is None and (root / name).is_dir():
-            out.append(root / name)
-    return out
-
-
-def discover_segments(log_dirs: Sequence[str | Path]) -> list[SegmentFile]:
-    """Every segment of the given log dirs by a local directory walk (the no-Spark listing)."""
-    out: list[SegmentFile] = []
-    for log_dir in log_dirs:
-        for pdir in partition_dirs(log_dir):
-            with translate_os_errors(pdir, "list"):
-                names = sorted(os.listdir(pdir))
-            for name in names:
-                parsed = parse_segment_file_name(name)
-                if parsed is not None and parsed[1] == LOG_SUFFIX:
-                    out.append(locate_segment(pdir / name))
-    return out
-
-
-def is_segment_path(path: str) -> bool:
-    """True for ``.../<topic>-<n>/<20 digits>.log`` (used to filter a file listing)."""
-    p = Path(path)
-    parsed = parse_segment_file_name(p.name)
-    pdir = parse_partition_dir_name(p.parent.name)
-    return parsed is not None and parsed[1] == LOG_SUFFIX and pdir is not None and pdir.kind is None
-
-
-def _last_offset_at(fd: int, position: int) -> int | None:
-    """The last offset of the batch starting at ``position`` (header bytes only), or None."""
-    try:
-        head = os.pread(fd, 61, position)
-    except OSError:
-        return None
-    if len(head) < LOG_OVERHEAD + 5:
-        return None
-    (base,) = _BASE_OFFSET.unpack_from(head, 0)
-    magic = head[16]
-    if magic == MAGIC_V2:
-        if len(head) < 27:
-            return None
-        (delta,) = _LAST_OFFSET_DELTA.unpack_from(head, 23)
-        return int(base + delta)
-    return int(base) if magic in (0, 1) else None
-
-
-def plan_splits(segment: SegmentFile, max_split_bytes: int = DEFAULT_MAX_SPLIT_BYTES) -> list[SegmentSplit]:
-    """One split per segment, or several cut at verified offset-index entries for a large one."""
-    if max_split_bytes <= 0 or segment.size <= max_split_bytes:
-        return [SegmentSplit(segment, 0, segment.size)]
-    index_path = Path(segment.partition_dir) / file_name(segment.base_offset, INDEX_SUFFIX)
-    try:
-        entries = read_offset_index(index_path, segment.base_offset)
-    except StorageError as exc:
-        log.info("%s: no usable offset index (%s); reading the segment as one split", segment.path, exc)
-        return [SegmentSplit(segment, 0, segment.size)]
-    cuts: list[int] = []
-    try:
-        fd = os.open(segment.path, os.O_RDONLY)
-    except OSError as exc:
-        raise StorageIOError(f"cannot open {segment.path}: {exc.strerror}", segment.path) from exc
-    try:
-        last_cut = 0
-        for e in entries:
-            if e.position - last_cut >= max_split_bytes and e.position < segment.size:
-                if _last_offset_at(fd, e.position) == e.offset:
-                    cuts.append(e.position)
-                    last_cut = e.position
-                else:
-                    log.warning("%s: index entry %d@%d does not match the log; not splitting there",
-                                segment.path, e.offset, e.position)
-    finally:
-        os.close(fd)
-    bounds = [0, *cuts, segment.size]
-    return [SegmentSplit(segment, a, b) for a, b in itertools.pairwise(bounds)]
-
 
 # ---------------------------------------------------------------------- rows
 
@@ -777,131 +619,17 @@ def columns_to_arrow(columns: Sequence[Sequence[object]], schema: pa.Schema) -> 
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-# ---------------------------------------------------------------------- summary
-
-@dataclass(slots=True)
-class PartitionSummary:
-    """Per topic-partition (and log dir) totals of a scan; ``legacy_*`` count v0/v1 batches only."""
-
-    log_dir: str
-    topic: str
-    partition: int
-    segments: set[int] = field(default_factory=set)
-    batches: int = 0
-    records: int = 0
-    bytes: int = 0
-    legacy_batches: int = 0
-    legacy_records: int = 0
-    legacy_bytes: int = 0
-    v0_bytes: int = 0
-    v1_bytes: int = 0
-    legacy_first_offset: int | None = None
-    legacy_last_offset: int | None = None
-    first_offset: int | None = None
-    last_offset: int | None = None
-    corrupt_batches: int = 0
-
-    def add(self, row: BatchRow) -> None:
-        self.segments.add(row.segment)
-        self.bytes += row.batch_size
-        if row.error is not None or not row.crc_valid:
-            self.corrupt_batches += 1
-        if row.magic is None:
-            return
-        self.batches += 1
-        self.records += row.record_count or 0
-        first = row.base_offset if row.base_offset is not None else row.last_offset
-        if first is not None and (self.first_offset is None or first < self.first_offset):
-            self.first_offset = first
-        if row.last_offset is not None and (self.last_offset is None or row.last_offset > self.last_offset):
-            self.last_offset = row.last_offset
-        if row.magic < MAGIC_V2:
-            self.legacy_batches += 1
-            self.legacy_records += row.record_count or 0
-            self.legacy_bytes += row.batch_size
-            if row.magic == 0:
-                self.v0_bytes += row.batch_size
-            else:
-                self.v1_bytes += row.batch_size
-            if first is not None and (self.legacy_first_offset is None or first < self.legacy_first_offset):
-                self.legacy_first_offset = first
-            if row.last_offset is not None and (self.legacy_last_offset is None
-                                                or row.last_offset > self.legacy_last_offset):
-                self.legacy_last_offset = row.last_offset
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "logDir": self.log_dir, "topic": self.topic, "partition": self.partition,
-            "segments": len(self.segments), "batches": self.batches, "records": self.records,
-            "bytes": self.bytes, "firstOffset": self.first_offset, "lastOffset": self.last_offset,
-            "legacyBatches": self.legacy_batches, "legacyRecords": self.legacy_records,
-            "legacyBytes": self.legacy_bytes, "v0Bytes": self.v0_bytes, "v1Bytes": self.v1_bytes,
-            "legacyFirstOffset": self.legacy_first_offset, "legacyLastOffset": self.legacy_last_offset,
-            "corruptBatches": self.corrupt_batches,
-        }
-
-
-def summarize(rows: Iterable[BatchRow]) -> list[PartitionSummary]:
-    """Fold batch rows into per-partition summaries, sorted by log dir, topic, partition."""
-    by_key: dict[tuple[str, str, int], PartitionSummary] = {}
-    for row in rows:
-        key = (row.log_dir, row.topic, row.partition)
-        s = by_key.get(key)
-        if s is None:
-            s = by_key[key] = PartitionSummary(*key)
-        s.add(row)
-    return [by_key[k] for k in sorted(by_key)]
-
-
-def totals(summaries: Iterable[PartitionSummary]) -> dict[str, int]:
-    """Fleet totals of a list of partition summaries."""
-    out = {"partitions": 0, "partitionsWithLegacy": 0, "segments": 0, "batches": 0, "records": 0, "bytes": 0,
-           "legacyBatches": 0, "legacyRecords": 0, "legacyBytes": 0, "v0Bytes": 0, "v1Bytes": 0,
-           "corruptBatches": 0}
-    for s in summaries:
-        out["partitions"] += 1
-        out["partitionsWithLegacy"] += 1 if s.legacy_batches else 0
-        out["segments"] += len(s.segments)
-        out["batches"] += s.batches
-        out["records"] += s.records
-        out["bytes"] += s.bytes
-        out["legacyBatches"] += s.legacy_batches
-        out["legacyRecords"] += s.legacy_records
-        out["legacyBytes"] += s.legacy_bytes
-        out["v0Bytes"] += s.v0_bytes
-        out["v1Bytes"] += s.v1_bytes
-        out["corruptBatches"] += s.corrupt_batches
-    return out
-
-
-def is_metadata_partition(topic: str, partition: int) -> bool:
-    return f"{topic}-{partition}" == METADATA_PARTITION_DIR
-
-
 __all__ = [
     "BATCH_COLUMNS",
-    "DEFAULT_MAX_SPLIT_BYTES",
     "RECORD_COLUMNS",
     "BatchColumns",
     "BatchRow",
-    "PartitionSummary",
     "RecordRow",
-    "ScanError",
-    "SegmentFile",
-    "SegmentSplit",
     "batch_arrow_schema",
     "columns_to_arrow",
-    "discover_segments",
-    "is_metadata_partition",
-    "is_segment_path",
     "iter_batch_columns",
     "iter_batch_rows",
     "iter_record_rows",
-    "locate_segment",
-    "partition_dirs",
-    "plan_splits",
     "scan_segment_columns",
     "scan_segments",
-    "summarize",
-    "totals",
 ]

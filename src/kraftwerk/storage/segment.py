@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from kraftwerk.records.batch import BatchScanner, RecordBatch, Tail, TailReason
+from kraftwerk.records.batch import RecordBatch
 from kraftwerk.records.errors import RecordsError
+from kraftwerk.records.recovery import BatchScanner, Tail, TailReason
 from kraftwerk.records.types import DEFAULT_MAX_DECOMPRESSED_SIZE
 from kraftwerk.storage.errors import CorruptFileError, StorageError
 from kraftwerk.storage.fileio import atomic_write, io_error, read_bytes, translate_os_errors

@@ -46,7 +46,6 @@ from kraftwerk.storage.fileio import atomic_write, read_bytes, translate_os_erro
 from kraftwerk.storage.index import BatchSummary
 from kraftwerk.storage.lock import LogDirLock, lock_holder
 from kraftwerk.storage.replace import ReplaceHook, SegmentReplacement, recover_replacements
-from kraftwerk.storage.scan import ScanError, partition_dirs
 from kraftwerk.storage.segment import (
     Segment,
     SegmentReader,
@@ -54,6 +53,7 @@ from kraftwerk.storage.segment import (
     parse_partition_dir_name,
     write_indexes,
 )
+from kraftwerk.storage.segment_splits import ScanError, partition_dirs
 
 log = logging.getLogger(__name__)
 
