@@ -36,7 +36,7 @@ class MissingConfigError(ConfigError):
 
 
 class PropertiesSyntaxError(ConfigError):
-    """A properties file Java's ``Properties.load`` would refuse (a malformed ``\\uXXXX``)."""
+    """A properties file Java's ``Properties.load`` would refuse (a malformed ``\\uNNNN``)."""
 
     def __init__(self, source: str, line: int, message: str) -> None:
         super().__init__(f"{source} line {line}: {message}")

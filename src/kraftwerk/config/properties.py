@@ -4,7 +4,7 @@
 :func:`parse_properties`, which follows ``Properties.load``: ``\\n``, ``\\r`` or ``\\r\\n``
 line ends, ``#``/``!`` comment lines, leading blanks skipped, a line ending in an odd number of
 backslashes continued on the next one, the key ending at the first unescaped ``=``, ``:`` or
-blank, and ``\\t \\n \\r \\f \\uXXXX`` escapes (any other escaped character stands for itself).
+blank, and ``\\t \\n \\r \\f \\uNNNN`` escapes (any other escaped character stands for itself).
 :func:`dump_properties` writes what ``Properties.store(Writer, ...)`` writes for each pair, so a
 dump parses back to the same pairs.
 """
@@ -32,7 +32,7 @@ class PropertyEntry:
 
 def parse_properties(text: str, source: str = "<properties>") -> tuple[PropertyEntry, ...]:
     """Every pair of ``text`` in file order (a repeated key appears twice; the last one wins in
-    :func:`properties_dict`). A malformed ``\\uXXXX`` raises :class:`PropertiesSyntaxError`."""
+    :func:`properties_dict`). A malformed ``\\uNNNN`` raises :class:`PropertiesSyntaxError`."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     entries: list[PropertyEntry] = []
     i = 0
