@@ -25,12 +25,8 @@ from kraftwerk.records.types import (
 
 Buffer = bytes | bytearray | memoryview
 
-# offset, size, crc, magic, attributes
-LEGACY_HEADER = struct.Struct(">qiIbb")
-# offset, size, crc, magic, attributes, timestamp
-LEGACY_V1_HEADER = struct.Struct(">qiIbbq")
-LEGACY_TIMESTAMP = struct.Struct(">q")
-# the same headers followed by the key length (one unpack per message in legacy_layout)
+# offset, size, crc, magic, attributes (v1: timestamp), then the key length: one unpack per message
+# in legacy_layout
 _LEGACY_V0_KEY = struct.Struct(">qiIbbi")
 _LEGACY_V1_KEY = struct.Struct(">qiIbbqi")
 _LOG_HEADER = struct.Struct(">qi")
