@@ -1,0 +1,71 @@
+"""Unattached: an epoch without a known leader. A voter waits out its election timeout (a vote it
+grants restarts it); an observer looks for the leader by fetching from a random voter."""
+
+from __future__ import annotations
+
+from kraftwerk.raft.roles.base import RoleState, Transitions
+from kraftwerk.raft.state import InFlight, QuorumState
+from kraftwerk.raft.types import API_FETCH, API_FETCH_SNAPSHOT, Body, Role
+
+
+def fetched_partition(body: Body) -> Body | None:
+    """The partition of a Fetch answer, None when the answer failed as a whole."""
+    responses = body.get("responses") or []
+    part = responses[0]["partitions"][0] if responses and responses[0].get("partitions") else None
+    return None if body.get("errorCode", 0) != 0 else part
+
+
+def learn_leader(q: QuorumState, moves: Transitions, body: Body, part: Body, now_ms: int) -> bool:
+    """Take in the endpoints and the leader a Fetch answer names; True if the node changed role."""
+    for endpoint in body.get("nodeEndpoints") or ():
+        q.addresses[int(endpoint["nodeId"])] = (str(endpoint["host"]), int(endpoint["port"]))
+    leader = part.get("currentLeader") or {}
+    return moves.observe_epoch(int(leader.get("leaderId", -1)), int(leader.get("leaderEpoch", -1)), now_ms)
+
+
+class Unattached(RoleState):
+    role = Role.UNATTACHED
+
+    def __init__(
+        self,
+        q: QuorumState,
+        moves: Transitions,
+        *,
+        election_deadline: int | None = None,
+        send_at: int | None = None,
+    ) -> None:
+        super().__init__(q, moves)
+        self.election_deadline = election_deadline
+        self.send_at = send_at  # an observer's next discovery fetch
+
+    def poll(self, now_ms: int) -> None:
+        q = self.q
+        if q.is_voter:
+            if self.election_deadline is None:  # an observer the voter set just took in
+                self.election_deadline = now_ms + q.randomized_election_timeout()
+            elif now_ms >= self.election_deadline:
+                self.moves.become_prospective(now_ms, 0)
+        elif self.send_at is not None and now_ms >= self.send_at and not q.has_in_flight(API_FETCH):
+            # Kafka's bootstrap fetch: any voter (or bootstrap server) names the leader
+            q.send_fetch(q.rng.choice(q.voters or q.config.bootstrap_ids), now_ms)
+            self.send_at = now_ms + q.config.request_timeout_ms
+
+    def deadlines(self) -> list[int]:
+        q = self.q
+        times = [] if self.election_deadline is None else [self.election_deadline]
+        if (
+            self.send_at is not None
+            and not q.is_voter
+            and not (q.has_in_flight(API_FETCH) or q.has_in_flight(API_FETCH_SNAPSHOT))
+        ):
+            times.append(self.send_at)
+        return times
+
+    def on_response(self, source: int, api_key: int, body: Body, flight: InFlight, now_ms: int) -> None:
+        part = fetched_partition(body)
+        if part is not None and learn_leader(self.q, self.moves, body, part, now_ms):
+            return
+        self.send_at = now_ms + self.q.config.retry_backoff_ms
+
+    def request_failed(self, flight: InFlight, now_ms: int) -> None:
+        self.send_at = now_ms + self.q.config.retry_backoff_ms  # its one kind of request: Fetch
