@@ -54,6 +54,7 @@ from kraftwerk.protocol.messages.cluster import BrokerHeartbeatResponse, BrokerR
 from kraftwerk.protocol.registry import by_api_key
 from kraftwerk.protocol.routing import Request
 from kraftwerk.protocol.schema import Kind
+from kraftwerk.versions.features import KRAFT_VERSION
 from kraftwerk.versions.software import SoftwareVersion
 
 log = logging.getLogger(__name__)
@@ -418,7 +419,7 @@ class BrokerNode:
             return None
         finalized = dict(self.image.features.finalized)
         if self.kraft_version > 0:
-            finalized[fc.KRAFT_VERSION] = self.kraft_version
+            finalized[KRAFT_VERSION] = self.kraft_version
         err = fc.registration_feature_error(dict(self.software.supported_features()), mv, finalized)
         return None if err is None else str(err)
 

@@ -6,12 +6,14 @@ import enum
 
 
 class ApiKey(enum.IntEnum):
-    """The api keys kraftwerk sends or answers (values are Kafka's ``ApiKeys`` ids)."""
+    """The api keys kraftwerk sends, answers or frames (values are Kafka's ``ApiKeys`` ids)."""
 
     PRODUCE = 0
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    CONTROLLED_SHUTDOWN = 7
+    SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
@@ -19,6 +21,7 @@ class ApiKey(enum.IntEnum):
     OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     INCREMENTAL_ALTER_CONFIGS = 44
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50

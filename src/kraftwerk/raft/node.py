@@ -11,9 +11,10 @@ the node acts on it; a node that restarts as the recorded leader comes back Resi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import cast
 
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.messages.raft import VoteRequestPartitionData
 from kraftwerk.raft.delivery import Delivery
@@ -32,14 +33,6 @@ from kraftwerk.raft.state import (
     first_partition,
 )
 from kraftwerk.raft.types import (
-    API_ADD_RAFT_VOTER,
-    API_BEGIN_QUORUM_EPOCH,
-    API_DESCRIBE_QUORUM,
-    API_END_QUORUM_EPOCH,
-    API_FETCH,
-    API_FETCH_SNAPSHOT,
-    API_REMOVE_RAFT_VOTER,
-    API_VOTE,
     Body,
     Committed,
     Effect,
@@ -237,35 +230,35 @@ class RaftNode:
         self, source_id: int, api_key: int, version: int, body: Body, correlation_id: int, now_ms: int
     ) -> list[Effect]:
         """A request from node ``source_id``; the response may be deferred (long-poll Fetch)."""
-        q = self.q
-        if api_key == API_FETCH:
+        if api_key == ApiKey.FETCH:
             self._on_fetch_request(source_id, version, body, correlation_id, now_ms)
-            return self.take_effects()
-        if api_key == API_VOTE:
-            answer = self._on_vote_request(version, body, now_ms)
-        elif api_key == API_BEGIN_QUORUM_EPOCH:
-            answer = self._on_begin_quorum_request(body, now_ms)
-        elif api_key == API_END_QUORUM_EPOCH:
-            answer = self._on_end_quorum_request(body, now_ms)
-        elif api_key == API_FETCH_SNAPSHOT:
-            answer = self._on_fetch_snapshot_request(body)
-        elif api_key == API_DESCRIBE_QUORUM:
-            answer = self.describe_quorum(now_ms)
-        elif api_key in (API_ADD_RAFT_VOTER, API_REMOVE_RAFT_VOTER):
-            leader = self._leader()
-            if leader is not None:
-                change = (
-                    leader.changes.add_voter if api_key == API_ADD_RAFT_VOTER else leader.changes.remove_voter
-                )
-                change(source_id, version, body, correlation_id, now_ms)
-                return self.take_effects()
-            answer = cluster_error(body, self.config.cluster_id) or voter_change_response(
-                Errors.NOT_LEADER_OR_FOLLOWER
-            )
+        elif api_key in _ANSWERS:
+            answer = _ANSWERS[api_key](self, version, body, now_ms)
+            self.q.respond(source_id, api_key, version, correlation_id, answer)
+        elif api_key in (ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER):
+            self._on_voter_change(source_id, api_key, version, body, correlation_id, now_ms)
         else:
             raise ValueError(f"raft does not handle api key {api_key}")
-        q.respond(source_id, api_key, version, correlation_id, answer)
         return self.take_effects()
+
+    def _on_voter_change(
+        self, source: int, api_key: int, version: int, body: Body, correlation_id: int, now_ms: int
+    ) -> None:
+        """AddRaftVoter / RemoveRaftVoter: the leader's business; anyone else refuses."""
+        leader = self._leader()
+        if leader is None:
+            refusal = cluster_error(body, self.config.cluster_id)
+            self.q.respond(
+                source,
+                api_key,
+                version,
+                correlation_id,
+                refusal or voter_change_response(Errors.NOT_LEADER_OR_FOLLOWER),
+            )
+        elif api_key == ApiKey.ADD_RAFT_VOTER:
+            leader.changes.add_voter(source, version, body, correlation_id, now_ms)
+        else:
+            leader.changes.remove_voter(source, version, body, correlation_id, now_ms)
 
     def handle_response(
         self, source_id: int, api_key: int, version: int, body: Body, correlation_id: int, now_ms: int
@@ -475,7 +468,7 @@ class RaftNode:
         return q.partition_body(NONE, NONE, voteGranted=granted)
 
     # ================================================================== Begin/EndQuorumEpoch
-    def _on_begin_quorum_request(self, body: Body, now_ms: int) -> Body:
+    def _on_begin_quorum_request(self, version: int, body: Body, now_ms: int) -> Body:
         q = self.q
         if not q.cluster_ok(body):
             return q.partition_body(INCONSISTENT_CLUSTER, NONE)
@@ -493,7 +486,7 @@ class RaftNode:
             self.become_follower(leader, epoch, now_ms)
         return q.partition_body(NONE, NONE)
 
-    def _on_end_quorum_request(self, body: Body, now_ms: int) -> Body:
+    def _on_end_quorum_request(self, version: int, body: Body, now_ms: int) -> Body:
         q = self.q
         if not q.cluster_ok(body):
             return q.partition_body(INCONSISTENT_CLUSTER, NONE)
@@ -514,24 +507,26 @@ class RaftNode:
     def _on_fetch_request(self, source: int, version: int, body: Body, corr: int, now_ms: int) -> None:
         q = self.q
         if not q.cluster_ok(body):
-            q.respond(source, API_FETCH, version, corr, {"errorCode": INCONSISTENT_CLUSTER, "responses": []})
+            q.respond(
+                source, ApiKey.FETCH, version, corr, {"errorCode": INCONSISTENT_CLUSTER, "responses": []}
+            )
             return
         part = first_partition(body)
         if part is None:
-            q.respond(source, API_FETCH, version, corr, {"errorCode": INVALID_REQUEST, "responses": []})
+            q.respond(source, ApiKey.FETCH, version, corr, {"errorCode": INVALID_REQUEST, "responses": []})
             return
         req_epoch = int(part.get("currentLeaderEpoch", -1))
         leader = self._leader()
         if req_epoch > q.epoch:
-            q.respond(source, API_FETCH, version, corr, q.fetch_error_body(UNKNOWN_EPOCH))
+            q.respond(source, ApiKey.FETCH, version, corr, q.fetch_error_body(UNKNOWN_EPOCH))
         elif 0 <= req_epoch < q.epoch:
-            q.respond(source, API_FETCH, version, corr, q.fetch_error_body(FENCED))
+            q.respond(source, ApiKey.FETCH, version, corr, q.fetch_error_body(FENCED))
         elif leader is None:
-            q.respond(source, API_FETCH, version, corr, q.fetch_error_body(NOT_LEADER))
+            q.respond(source, ApiKey.FETCH, version, corr, q.fetch_error_body(NOT_LEADER))
         else:
             leader.on_fetch(source, version, body, part, corr, now_ms)
 
-    def _on_fetch_snapshot_request(self, body: Body) -> Body:
+    def _on_fetch_snapshot_request(self, version: int, body: Body, now_ms: int) -> Body:
         q = self.q
         part = first_partition(body)
         if part is None:
@@ -545,3 +540,17 @@ class RaftNode:
         if leader is None:
             return q.fetch_snapshot_body(NOT_LEADER)
         return leader.on_fetch_snapshot(body, part)
+
+
+def _describe_quorum(node: RaftNode, version: int, body: Body, now_ms: int) -> Body:
+    return node.describe_quorum(now_ms)
+
+
+#: The requests answered at once, whatever the role: api key -> handler of (version, body, now).
+_ANSWERS: dict[int, Callable[[RaftNode, int, Body, int], Body]] = {
+    ApiKey.VOTE: RaftNode._on_vote_request,
+    ApiKey.BEGIN_QUORUM_EPOCH: RaftNode._on_begin_quorum_request,
+    ApiKey.END_QUORUM_EPOCH: RaftNode._on_end_quorum_request,
+    ApiKey.FETCH_SNAPSHOT: RaftNode._on_fetch_snapshot_request,
+    ApiKey.DESCRIBE_QUORUM: _describe_quorum,
+}

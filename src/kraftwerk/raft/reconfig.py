@@ -16,21 +16,18 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.raft.types import (
-    API_ADD_RAFT_VOTER,
-    API_API_VERSIONS,
-    API_REMOVE_RAFT_VOTER,
     Body,
     VoterEndpoint,
 )
 from kraftwerk.raft.voters import ZERO_UUID, Voter, VoterSet, replica_key_text
-from kraftwerk.versions.features import Feature
+from kraftwerk.versions.features import KRAFT_VERSION
 
 if TYPE_CHECKING:
     from kraftwerk.raft.roles.leader import Leader
 
-_KRAFT_VERSION = Feature.KRAFT_VERSION.feature_name
 #: Kafka's isReplicaCaughtUp: the observer fetched (and was caught up) within the last hour.
 _CAUGHT_UP_WINDOW_MS = 3_600_000
 
@@ -84,12 +81,12 @@ class VoterChanges:
         node = self.q
         error = self._common_checks(body, now_ms, "adding")
         if error is not None:
-            node.respond(source, API_ADD_RAFT_VOTER, version, correlation_id, error)
+            node.respond(source, ApiKey.ADD_RAFT_VOTER, version, correlation_id, error)
             return
         voter_id = int(body.get("voterId", -1))
         directory_id: uuid.UUID = body.get("voterDirectoryId") or ZERO_UUID
         if voter_id < 0 or directory_id == ZERO_UUID:
-            node.respond(source, API_ADD_RAFT_VOTER, version, correlation_id, voter_change_response(
+            node.respond(source, ApiKey.ADD_RAFT_VOTER, version, correlation_id, voter_change_response(
                 Errors.INVALID_REQUEST, "Add voter request didn't include a valid voter"))
             return
         endpoints = tuple(VoterEndpoint(voter_id, str(e["name"]), str(e["host"]), int(e["port"]))
@@ -97,51 +94,51 @@ class VoterChanges:
         listener = node.config.listener_name
         if not any(listener is None or e.name == listener for e in endpoints):
             given = [f"{e.name}://{e.host}:{e.port}" for e in endpoints]
-            node.respond(source, API_ADD_RAFT_VOTER, version, correlation_id, voter_change_response(
+            node.respond(source, ApiKey.ADD_RAFT_VOTER, version, correlation_id, voter_change_response(
                 Errors.INVALID_REQUEST,
                 f"Add voter request didn't include the endpoint ({given}) for the default listener "
                 f"{listener}"))
             return
         voters = node.voter_set
         if voters.get(voter_id) is not None:
-            node.respond(source, API_ADD_RAFT_VOTER, version, correlation_id, voter_change_response(
+            node.respond(source, ApiKey.ADD_RAFT_VOTER, version, correlation_id, voter_change_response(
                 Errors.DUPLICATE_VOTER,
                 f"The voter id for {replica_key_text(voter_id, directory_id)} is already part of the set of "
                 f"voters {voters.keys_text}."))
             return
         timeout = max(int(body.get("timeoutMs", 0)), node.config.request_timeout_ms)
         voter = Voter(voter_id, directory_id, endpoints, (0, 0))
-        self.pending = _Pending(API_ADD_RAFT_VOTER, source, version, correlation_id, now_ms + timeout, voter,
-                                ack_when_committed=bool(body.get("ackWhenCommitted", True)))
+        self.pending = _Pending(ApiKey.ADD_RAFT_VOTER, source, version, correlation_id, now_ms + timeout,
+                                voter, ack_when_committed=bool(body.get("ackWhenCommitted", True)))
         address = voter.address(listener)
         if address is not None:
             node.addresses[voter_id] = address
-        node.send(voter_id, API_API_VERSIONS, {"clientSoftwareName": "kraftwerk-raft",
+        node.send(voter_id, ApiKey.API_VERSIONS, {"clientSoftwareName": "kraftwerk-raft",
                                                 "clientSoftwareVersion": "0"}, now_ms)
 
     def remove_voter(self, source: int, version: int, body: Body, correlation_id: int, now_ms: int) -> None:
         node = self.q
         error = self._common_checks(body, now_ms, "removing")
         if error is not None:
-            node.respond(source, API_REMOVE_RAFT_VOTER, version, correlation_id, error)
+            node.respond(source, ApiKey.REMOVE_RAFT_VOTER, version, correlation_id, error)
             return
         voter_id = int(body.get("voterId", -1))
         directory_id: uuid.UUID = body.get("voterDirectoryId") or ZERO_UUID
         if voter_id < 0:
-            node.respond(source, API_REMOVE_RAFT_VOTER, version, correlation_id, voter_change_response(
+            node.respond(source, ApiKey.REMOVE_RAFT_VOTER, version, correlation_id, voter_change_response(
                 Errors.INVALID_REQUEST, "Remove voter request didn't include a valid voter"))
             return
         voters = node.voter_set
         remaining = voters.remove(voter_id, directory_id)
         if remaining is None:
-            node.respond(source, API_REMOVE_RAFT_VOTER, version, correlation_id, voter_change_response(
+            node.respond(source, ApiKey.REMOVE_RAFT_VOTER, version, correlation_id, voter_change_response(
                 Errors.VOTER_NOT_FOUND,
                 f"Cannot remove voter {replica_key_text(voter_id, directory_id)} from the set of voters "
                 f"{voters.keys_text}"))
             return
         removed = voters.get(voter_id)
         assert removed is not None
-        self.pending = _Pending(API_REMOVE_RAFT_VOTER, source, version, correlation_id,
+        self.pending = _Pending(ApiKey.REMOVE_RAFT_VOTER, source, version, correlation_id,
                                 now_ms + node.config.request_timeout_ms, removed)
         self.pending.offset = self.leader.append_voters(remaining, now_ms)
 
@@ -166,7 +163,7 @@ class VoterChanges:
         if level < 1:
             return voter_change_response(
                 Errors.UNSUPPORTED_VERSION,
-                f"Cluster doesn't support {verb} voter because the {_KRAFT_VERSION} feature is {level}")
+                f"Cluster doesn't support {verb} voter because the {KRAFT_VERSION} feature is {level}")
         last = node.control.last_voters_offset
         if last is None or last >= hw:
             shown = "Optional.empty" if last is None else f"Optional[{last}]"
@@ -181,7 +178,7 @@ class VoterChanges:
         """The new voter's ApiVersions: check its kraft.version range and that it caught up, then
         append the VotersRecord that adds it."""
         node, pending = self.q, self.pending
-        if pending is None or pending.api_key != API_ADD_RAFT_VOTER or pending.voter.voter_id != source \
+        if pending is None or pending.api_key != ApiKey.ADD_RAFT_VOTER or pending.voter.voter_id != source \
                 or pending.offset is not None:
             return
         voter = pending.voter
@@ -192,13 +189,13 @@ class VoterChanges:
                          f"Aborted add voter operation for since API_VERSIONS returned an error {name}")
             return
         features = body.get("supportedFeatures") or ()
-        found = next((f for f in features if f.get("name") == _KRAFT_VERSION), None)
+        found = next((f for f in features if f.get("name") == KRAFT_VERSION), None)
         level = node.control.kraft_version
         if found is None or not int(found["minVersion"]) <= level <= int(found["maxVersion"]):
             shown = (f"(min: {found['minVersion']}, max: {found['maxVersion']}" if found
                      else "(min: 0, max: 0)")
             self._finish(Errors.INVALID_REQUEST,
-                         f"Aborted add voter operation for {voter.key_text} since the {_KRAFT_VERSION} range "
+                         f"Aborted add voter operation for {voter.key_text} since the {KRAFT_VERSION} range "
                          f"{shown} doesn't support the finalized version {level}")
             return
         if not self.leader.replica_caught_up(voter.voter_id, now_ms, _CAUGHT_UP_WINDOW_MS):
@@ -215,7 +212,7 @@ class VoterChanges:
 
     def api_versions_failed(self, destination: int) -> None:
         pending = self.pending
-        if pending is not None and pending.api_key == API_ADD_RAFT_VOTER \
+        if pending is not None and pending.api_key == ApiKey.ADD_RAFT_VOTER \
                 and pending.voter.voter_id == destination and pending.offset is None:
             self._finish(Errors.REQUEST_TIMED_OUT,
                          f"New voter {pending.voter.key_text} is not ready to receive requests")
@@ -227,7 +224,7 @@ class VoterChanges:
         if pending is None or pending.offset is None or hw is None or hw <= pending.offset:
             return
         self._finish(Errors.NONE)
-        if pending.api_key == API_REMOVE_RAFT_VOTER and not self.q.is_voter:
+        if pending.api_key == ApiKey.REMOVE_RAFT_VOTER and not self.q.is_voter:
             self.leader.resign_requested = True
 
     def expire(self, now_ms: int) -> None:

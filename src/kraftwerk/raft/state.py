@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.raft.control import KRaftControl
 from kraftwerk.raft.log import ElectionState, QuorumStateStore, RaftLog
 from kraftwerk.raft.types import (
-    API_FETCH,
     METADATA_PARTITION,
     METADATA_TOPIC,
     METADATA_TOPIC_ID,
@@ -155,7 +155,7 @@ class QuorumState:
 
     def send_fetch(self, destination: int, now_ms: int) -> None:
         """Fetch from the log end; the answer is checked against the offset it asked at."""
-        self.send(destination, API_FETCH, self.fetch_request_body(), now_ms, context=self.log.end_offset)
+        self.send(destination, ApiKey.FETCH, self.fetch_request_body(), now_ms, context=self.log.end_offset)
 
     def cluster_ok(self, body: Body) -> bool:
         cid = body.get("clusterId")

@@ -62,6 +62,7 @@ from kraftwerk.runtime.server import KafkaServer, Request
 from kraftwerk.storage.lock import LogDirLock
 from kraftwerk.storage.metadata_log import read_bootstrap
 from kraftwerk.storage.properties import read_meta_properties
+from kraftwerk.versions.features import KRAFT_VERSION
 
 log = logging.getLogger("kraftwerk.node")
 
@@ -143,7 +144,7 @@ class Node:
         raft_log, state_store = open_metadata_log(self.metadata_dir, config.voter_ids)
         listener = config.controller_listener_names[0] if config.controller_listener_names else None
         meta = read_meta_properties(self.metadata_dir / "meta.properties")
-        supported = config.software.supported_features().get("kraft.version")
+        supported = config.software.supported_features().get(KRAFT_VERSION)
         kraft_range = (supported.min, supported.max) if supported is not None else (0, 0)
         raft_config = RaftConfig(
             node_id=config.node_id, voters=config.voter_ids, cluster_id=self.cluster_id,

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import cast
 
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.messages.raft import VoteResponsePartitionData
 from kraftwerk.raft.roles.base import RoleState, Transitions
 from kraftwerk.raft.state import NONE, InFlight, QuorumState, first_partition
-from kraftwerk.raft.types import API_VOTE, Body, Role
+from kraftwerk.raft.types import Body, Role
 
 
 class Candidate(RoleState):
@@ -60,7 +61,7 @@ class Candidate(RoleState):
                 lastOffset=q.log.end_offset,
                 preVote=self.pre_vote,
             )
-            q.send(voter, API_VOTE, body, now_ms)
+            q.send(voter, ApiKey.VOTE, body, now_ms)
 
     def _won(self, now_ms: int) -> bool:
         """A majority granted: a prospective node stands for election, a candidate leads."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 
 from kraftwerk.backoff import ExponentialBackoff
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.raft.delivery import Delivery
 from kraftwerk.raft.log import SnapshotId, scan_batch_infos
 from kraftwerk.raft.roles.base import RoleState, Transitions
@@ -20,8 +21,6 @@ from kraftwerk.raft.state import (
     first_partition,
 )
 from kraftwerk.raft.types import (
-    API_FETCH,
-    API_FETCH_SNAPSHOT,
     METADATA_PARTITION,
     METADATA_TOPIC,
     Body,
@@ -64,7 +63,7 @@ class Follower(RoleState):
         return [self.fetch_deadline, self.send_at]
 
     def _fetching(self) -> bool:
-        return self.q.has_in_flight(API_FETCH) or self.q.has_in_flight(API_FETCH_SNAPSHOT)
+        return self.q.has_in_flight(ApiKey.FETCH) or self.q.has_in_flight(ApiKey.FETCH_SNAPSHOT)
 
     def request_failed(self, flight: InFlight, now_ms: int) -> None:
         self.send_at = now_ms + self.q.config.retry_backoff_ms
@@ -93,7 +92,7 @@ class Follower(RoleState):
                     }
                 ],
             }
-            q.send(self.leader_id, API_FETCH_SNAPSHOT, body, now_ms)
+            q.send(self.leader_id, ApiKey.FETCH_SNAPSHOT, body, now_ms)
         else:
             q.send_fetch(self.leader_id, now_ms)
         self.send_at = None
@@ -114,7 +113,7 @@ class Follower(RoleState):
 
     # ------------------------------------------------------------------ answers
     def on_response(self, source: int, api_key: int, body: Body, flight: InFlight, now_ms: int) -> None:
-        if api_key == API_FETCH:
+        if api_key == ApiKey.FETCH:
             self._on_fetch(body, flight, now_ms)
         else:
             self._on_fetch_snapshot(body, now_ms)

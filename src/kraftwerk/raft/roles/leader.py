@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kraftwerk.protocol import codec
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.control_records import (
     KRAFT_VERSION_RECORD,
     LEADER_CHANGE_MESSAGE,
@@ -36,9 +37,6 @@ from kraftwerk.raft.state import (
     first_partition,
 )
 from kraftwerk.raft.types import (
-    API_API_VERSIONS,
-    API_BEGIN_QUORUM_EPOCH,
-    API_FETCH,
     METADATA_PARTITION,
     METADATA_TOPIC_ID,
     Body,
@@ -48,11 +46,9 @@ from kraftwerk.raft.types import (
 )
 from kraftwerk.raft.voters import VoterSet
 from kraftwerk.records.builder import RecordsBuilder
-from kraftwerk.versions.features import Feature
+from kraftwerk.versions.features import KRAFT_VERSION
 
 log = logging.getLogger(__name__)
-
-KRAFT_VERSION = Feature.KRAFT_VERSION.feature_name
 
 
 @dataclass(slots=True)
@@ -143,7 +139,7 @@ class Leader(RoleState):
         self.changes.abort()
         parked, self.parked = self.parked, []
         for p in parked:
-            q.respond(p.source, API_FETCH, p.version, p.correlation_id, q.fetch_error_body(NOT_LEADER))
+            q.respond(p.source, ApiKey.FETCH, p.version, p.correlation_id, q.fetch_error_body(NOT_LEADER))
 
     # ------------------------------------------------------------------ writes
     def _flush_soon(self, now_ms: int) -> None:
@@ -269,7 +265,7 @@ class Leader(RoleState):
             int(part.get("partitionMaxBytes", q.config.fetch_max_bytes)), q.config.fetch_max_bytes
         )
         if fetch_offset < 0:
-            q.respond(source, API_FETCH, version, corr, q.fetch_error_body(INVALID_REQUEST))
+            q.respond(source, ApiKey.FETCH, version, corr, q.fetch_error_body(INVALID_REQUEST))
             return
         start = q.log.start_offset
         snap = q.log.latest_snapshot()
@@ -280,7 +276,7 @@ class Leader(RoleState):
         # even where the log behind it was kept, rather than replaying every record from offset 0
         empty_replica = fetch_offset == 0 and snap is not None and snap.end_offset > 0
         if snap is not None and (behind_start or empty_replica):
-            q.respond(source, API_FETCH, version, corr, self._fetch_body(snapshot=snap))
+            q.respond(source, ApiKey.FETCH, version, corr, self._fetch_body(snapshot=snap))
             return
         if fetch_offset > 0 or last_epoch > 0:
             # Kafka's validateOffsetAndEpoch; a fetch offset past our end always diverges here
@@ -292,7 +288,7 @@ class Leader(RoleState):
                     answer = self._fetch_body(diverging=OffsetAndEpoch(0, 0))
                 else:
                     answer = self._fetch_body(diverging=eo)
-                q.respond(source, API_FETCH, version, corr, answer)
+                q.respond(source, ApiKey.FETCH, version, corr, answer)
                 return
         # a valid position: it is the replica's durable end offset
         self._update_replica(replica, fetch_offset, now_ms)
@@ -312,7 +308,7 @@ class Leader(RoleState):
         return hw is not None and (known_hw is None or hw > known_hw)
 
     def _answer_fetch(self, source: int, version: int, corr: int, fetch_offset: int, max_bytes: int) -> None:
-        self.q.respond(source, API_FETCH, version, corr, self._fetch_body(fetch_offset, max_bytes))
+        self.q.respond(source, ApiKey.FETCH, version, corr, self._fetch_body(fetch_offset, max_bytes))
         self.sent_hw[source] = self.q.hw
 
     def _snapshot_epoch_at(self, offset: int) -> int:
@@ -376,7 +372,7 @@ class Leader(RoleState):
             for v in q.voters
             if v != q.node_id
             and v not in self.begin_pending
-            and not q.has_in_flight(API_BEGIN_QUORUM_EPOCH, v)
+            and not q.has_in_flight(ApiKey.BEGIN_QUORUM_EPOCH, v)
         ]
 
     def _begin_resend_due(self, voter: int) -> int:
@@ -440,11 +436,11 @@ class Leader(RoleState):
             if now_ms >= self._begin_resend_due(voter):
                 self.begin_pending[voter] = now_ms
         for voter, at in list(self.begin_pending.items()):
-            if now_ms >= at and not q.has_in_flight(API_BEGIN_QUORUM_EPOCH, voter):
+            if now_ms >= at and not q.has_in_flight(ApiKey.BEGIN_QUORUM_EPOCH, voter):
                 self.begin_pending[voter] = now_ms + q.config.request_timeout_ms
                 self.begin_sent_ms[voter] = now_ms
                 body = q.request_body(voter, leaderId=q.node_id, leaderEpoch=q.epoch)
-                q.send(voter, API_BEGIN_QUORUM_EPOCH, body, now_ms)
+                q.send(voter, ApiKey.BEGIN_QUORUM_EPOCH, body, now_ms)
         if self.parked:
             keep = []
             end = q.log.end_offset
@@ -457,7 +453,7 @@ class Leader(RoleState):
 
     # ------------------------------------------------------------------ answers to its requests
     def on_response(self, source: int, api_key: int, body: Body, flight: InFlight, now_ms: int) -> None:
-        if api_key == API_API_VERSIONS:
+        if api_key == ApiKey.API_VERSIONS:
             self.changes.api_versions_response(source, body, now_ms)
             return
         part = first_partition(body)  # BeginQuorumEpoch
@@ -469,7 +465,7 @@ class Leader(RoleState):
             self.begin_pending.pop(source, None)
 
     def request_failed(self, flight: InFlight, now_ms: int) -> None:
-        if flight.api_key == API_API_VERSIONS:
+        if flight.api_key == ApiKey.API_VERSIONS:
             self.changes.api_versions_failed(flight.destination)
         elif flight.destination in self.begin_pending:
             self.begin_pending[flight.destination] = now_ms + self.q.config.retry_backoff_ms

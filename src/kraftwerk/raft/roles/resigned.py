@@ -4,9 +4,10 @@ stands for election again when its election timeout passes."""
 
 from __future__ import annotations
 
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.raft.roles.base import RoleState, Transitions
 from kraftwerk.raft.state import InFlight, QuorumState, first_partition
-from kraftwerk.raft.types import API_END_QUORUM_EPOCH, Body, Role
+from kraftwerk.raft.types import Body, Role
 
 
 class Resigned(RoleState):
@@ -31,7 +32,7 @@ class Resigned(RoleState):
         # progress, so in id order)
         successors = sorted(v for v in q.voters if v != q.node_id)
         for voter, at in list(self.end_pending.items()):
-            if now_ms < at or q.has_in_flight(API_END_QUORUM_EPOCH, voter):
+            if now_ms < at or q.has_in_flight(ApiKey.END_QUORUM_EPOCH, voter):
                 continue
             self.end_pending[voter] = now_ms + q.config.request_timeout_ms
             body = q.request_body(
@@ -40,7 +41,7 @@ class Resigned(RoleState):
                 leaderEpoch=q.epoch,
                 preferredCandidates=[{"candidateId": s} for s in successors],
             )
-            q.send(voter, API_END_QUORUM_EPOCH, body, now_ms)
+            q.send(voter, ApiKey.END_QUORUM_EPOCH, body, now_ms)
 
     def on_response(self, source: int, api_key: int, body: Body, flight: InFlight, now_ms: int) -> None:
         part = first_partition(body)

@@ -3,9 +3,10 @@ grants restarts it); an observer looks for the leader by fetching from a random 
 
 from __future__ import annotations
 
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.raft.roles.base import RoleState, Transitions
 from kraftwerk.raft.state import InFlight, QuorumState
-from kraftwerk.raft.types import API_FETCH, API_FETCH_SNAPSHOT, Body, Role
+from kraftwerk.raft.types import Body, Role
 
 
 def fetched_partition(body: Body) -> Body | None:
@@ -45,7 +46,7 @@ class Unattached(RoleState):
                 self.election_deadline = now_ms + q.randomized_election_timeout()
             elif now_ms >= self.election_deadline:
                 self.moves.become_prospective(now_ms, 0)
-        elif self.send_at is not None and now_ms >= self.send_at and not q.has_in_flight(API_FETCH):
+        elif self.send_at is not None and now_ms >= self.send_at and not q.has_in_flight(ApiKey.FETCH):
             # Kafka's bootstrap fetch: any voter (or bootstrap server) names the leader
             q.send_fetch(q.rng.choice(q.voters or q.config.bootstrap_ids), now_ms)
             self.send_at = now_ms + q.config.request_timeout_ms
@@ -56,7 +57,7 @@ class Unattached(RoleState):
         if (
             self.send_at is not None
             and not q.is_voter
-            and not (q.has_in_flight(API_FETCH) or q.has_in_flight(API_FETCH_SNAPSHOT))
+            and not (q.has_in_flight(ApiKey.FETCH) or q.has_in_flight(ApiKey.FETCH_SNAPSHOT))
         ):
             times.append(self.send_at)
         return times
