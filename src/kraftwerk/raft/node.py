@@ -370,7 +370,7 @@ class RaftNode:
         q.leader_id = None
         q.voted_id = q.node_id
         q.persist()
-        candidate = Candidate(q, self, now_ms, pre_vote=False)
+        candidate = Candidate(q, self, now_ms, pre_vote=False, delay_ms=0, abandoned_leader=None)
         self._role = candidate
         candidate.send_votes(now_ms)
 

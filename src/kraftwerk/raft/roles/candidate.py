@@ -22,8 +22,8 @@ class Candidate(RoleState):
         now_ms: int,
         *,
         pre_vote: bool,
-        delay_ms: int = 0,
-        abandoned_leader: int | None = None,
+        delay_ms: int,
+        abandoned_leader: int | None,
     ) -> None:
         super().__init__(q, moves)
         self.pre_vote = pre_vote
@@ -47,7 +47,8 @@ class Candidate(RoleState):
     def send_votes(self, now_ms: int) -> None:
         q = self.q
         self.votes_sent = True
-        if self._won(now_ms):
+        if q.has_majority(self.grants):
+            self._elected(now_ms)
             return
         epoch = q.epoch + 1 if self.pre_vote else q.epoch
         for voter in q.voters:
@@ -63,15 +64,12 @@ class Candidate(RoleState):
             )
             q.send(voter, ApiKey.VOTE, body, now_ms)
 
-    def _won(self, now_ms: int) -> bool:
+    def _elected(self, now_ms: int) -> None:
         """A majority granted: a prospective node stands for election, a candidate leads."""
-        if not self.q.has_majority(self.grants):
-            return False
         if self.pre_vote:
             self.moves.become_candidate(now_ms)
         else:
             self.moves.become_leader(now_ms, sorted(self.grants))
-        return True
 
     def on_response(self, source: int, api_key: int, body: Body, flight: InFlight, now_ms: int) -> None:
         found = first_partition(body)
@@ -89,4 +87,5 @@ class Candidate(RoleState):
             return
         if granted:
             self.grants.add(source)
-            self._won(now_ms)
+            if self.q.has_majority(self.grants):
+                self._elected(now_ms)

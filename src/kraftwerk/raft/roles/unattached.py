@@ -41,10 +41,8 @@ class Unattached(RoleState):
 
     def poll(self, now_ms: int) -> None:
         q = self.q
-        if q.is_voter:
-            if self.election_deadline is None:  # an observer the voter set just took in
-                self.election_deadline = now_ms + q.randomized_election_timeout()
-            elif now_ms >= self.election_deadline:
+        if self.election_deadline is not None:  # a voter
+            if now_ms >= self.election_deadline:
                 self.moves.become_prospective(now_ms, 0)
         elif self.send_at is not None and now_ms >= self.send_at and not q.has_in_flight(ApiKey.FETCH):
             # Kafka's bootstrap fetch: any voter (or bootstrap server) names the leader
@@ -52,15 +50,11 @@ class Unattached(RoleState):
             self.send_at = now_ms + q.config.request_timeout_ms
 
     def deadlines(self) -> list[int]:
-        q = self.q
-        times = [] if self.election_deadline is None else [self.election_deadline]
-        if (
-            self.send_at is not None
-            and not q.is_voter
-            and not (q.has_in_flight(ApiKey.FETCH) or q.has_in_flight(ApiKey.FETCH_SNAPSHOT))
-        ):
-            times.append(self.send_at)
-        return times
+        if self.election_deadline is not None:
+            return [self.election_deadline]
+        if self.send_at is None or self.q.has_in_flight(ApiKey.FETCH):
+            return []
+        return [self.send_at]
 
     def on_response(self, source: int, api_key: int, body: Body, flight: InFlight, now_ms: int) -> None:
         part = fetched_partition(body)
