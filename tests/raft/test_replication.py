@@ -1,0 +1,443 @@
+"""Leader and follower rules over a hand-run network of real RaftNodes (bodies passed as dicts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kraftwerk.protocol.api_keys import ApiKey
+from kraftwerk.raft import (
+    CommittedBatch,
+    Effect,
+    ElectionState,
+    MemoryQuorumStateStore,
+    MemoryRaftLog,
+    RaftConfig,
+    RaftNode,
+    RaftStateError,
+    Role,
+    SendRequest,
+    SendResponse,
+    SnapshotLoad,
+)
+from kraftwerk.records import RecordsBuilder
+
+Body = dict[str, Any]
+
+
+class Net:
+    """Nodes and the messages between them; ``drop`` names the destinations cut off."""
+
+    def __init__(self, *nodes: RaftNode) -> None:
+        self.nodes = {n.node_id: n for n in nodes}
+        self.queue: list[tuple[int, Effect]] = []
+        self.drop: set[int] = set()
+        self.seen: list[tuple[int, Effect]] = []
+        self.now = 0  # when the set-up finished
+
+    def add(self, src: int, effects: list[Effect]) -> None:
+        self.queue.extend((src, e) for e in effects)
+
+    def run(self, now: int, steps: int = 200) -> None:
+        while self.queue and steps:
+            steps -= 1
+            src, e = self.queue.pop(0)
+            self.seen.append((src, e))
+            dst = self.nodes.get(e.destination)
+            if dst is None or e.destination in self.drop or src in self.drop:
+                continue
+            if isinstance(e, SendRequest):
+                out = dst.handle_request(src, e.api_key, e.version, e.body, e.correlation_id, now)
+            else:
+                out = dst.handle_response(src, e.api_key, e.version, e.body, e.correlation_id, now)
+            self.add(e.destination, out)
+
+    def tick(self, now: int) -> None:
+        for nid, n in self.nodes.items():
+            self.add(nid, n.poll(now))
+        self.run(now)
+
+    def sent(self, api_key: int, src: int | None = None) -> list[SendRequest]:
+        return [e for s, e in self.seen if isinstance(e, SendRequest) and e.api_key == api_key
+                and (src is None or s == src)]
+
+
+def make(nid: int, voters: tuple[int, ...], state: ElectionState | None = None, **cfg: Any) -> RaftNode:
+    store = MemoryQuorumStateStore(state) if state is not None else MemoryQuorumStateStore()
+    return RaftNode(RaftConfig(nid, voters, **cfg), MemoryRaftLog(), store, now_ms=0, seed=nid)
+
+
+def leader_and_follower(**cfg: Any) -> tuple[Net, RaftNode, RaftNode]:
+    """Node 1 leads voters (1, 2), elected from epoch 2; 2 follows and has fetched once."""
+    leader = make(1, (1, 2), ElectionState(2, None, None), **cfg)
+    follower = make(2, (1, 2), ElectionState(2, None, None), **cfg)
+    net = Net(leader, follower)
+    now = 0
+    while leader.role is not Role.LEADER:
+        now = min(leader.next_deadline_ms(), follower.next_deadline_ms())
+        net.add(1, leader.poll(now))
+        net.run(now)
+    net.tick(now)
+    net.now = now
+    return net, leader, follower
+
+
+def commit(net: Net, leader: RaftNode, values: list[bytes], now: int) -> int:
+    last = leader.append(values, now)
+    for t in range(now, now + 200, 5):
+        net.tick(t)
+    assert leader.high_watermark is not None and leader.high_watermark > last
+    return last
+
+
+# ---------------------------------------------------------------------------------- follower
+def test_a_follower_replicates_and_commits_what_the_leader_commits() -> None:
+    net, leader, follower = leader_and_follower()
+    assert follower.role is Role.FOLLOWER and follower.leader_id == 1 and follower.epoch == leader.epoch
+    last = commit(net, leader, [b"a", b"b"], net.now + 10)
+    assert follower.log.end_offset == leader.log.end_offset and follower.log.flushed_offset == last + 1
+    assert follower.high_watermark == leader.high_watermark
+    batches = [c for c in follower.drain_committed() if isinstance(c, CommittedBatch) and not c.is_control]
+    assert [b.records for b in batches] == [(b"a", b"b")]
+    fetch = net.sent(ApiKey.FETCH, 2)[-1]
+    part = fetch.body["topics"][0]["partitions"][0]
+    assert (part["fetchOffset"], part["lastFetchedEpoch"], part["currentLeaderEpoch"]) == (
+        follower.log.end_offset, leader.epoch, leader.epoch)
+    assert fetch.body["replicaState"]["replicaId"] == 2
+
+
+def test_a_follower_never_claims_more_committed_than_it_holds() -> None:
+    _, _leader, follower = leader_and_follower()
+    fetch_body = {"errorCode": 0, "responses": [{"partitions": [{
+        "partitionIndex": 0, "errorCode": 0, "highWatermark": 50, "currentLeader":
+        {"leaderId": 1, "leaderEpoch": follower.epoch}, "records": None}]}]}
+    out = follower.poll(follower.next_deadline_ms())
+    req = [e for e in out + follower.take_effects() if isinstance(e, SendRequest)]
+    if not req:  # its fetch is parked at the leader: answer the one in flight
+        return
+    follower.handle_response(1, ApiKey.FETCH, 17, fetch_body, req[0].correlation_id, 5)
+    assert follower.high_watermark == follower.log.flushed_offset
+
+
+def test_a_voter_follower_stands_for_election_when_the_leader_goes_quiet() -> None:
+    net, _leader, follower = leader_and_follower()
+    start = net.now + 300
+    for t in range(net.now, start, 10):  # the follower fetches and is answered
+        net.tick(t)
+    net.drop.add(1)
+    deadline = start
+    while follower.role is Role.FOLLOWER:
+        deadline = follower.next_deadline_ms()
+        net.add(2, follower.poll(deadline))
+        net.run(deadline)
+    assert follower.role is Role.PROSPECTIVE
+    assert start <= deadline <= start + follower.config.fetch_timeout_ms  # its last good fetch + timeout
+
+
+def test_an_observer_follower_goes_back_to_looking_when_the_leader_goes_quiet() -> None:
+    net, _leader, _ = leader_and_follower()
+    obs = make(3, (1, 2))
+    net.nodes[3] = obs
+    net.tick(net.now + 50)
+    net.tick(net.now + 60)
+    assert obs.role is Role.FOLLOWER and obs.leader_id == 1
+    stored = obs.quorum_info().epoch
+    net.drop.add(1)
+    while obs.role is Role.FOLLOWER:
+        t = obs.next_deadline_ms()
+        net.add(3, obs.poll(t))
+        net.run(t)
+    assert obs.role is Role.UNATTACHED and obs.leader_id is None and obs.epoch == stored
+
+
+def test_a_follower_retries_a_failed_fetch_after_the_backoff() -> None:
+    follower = make(2, (1, 2), ElectionState(3, 1, None))
+    [fetch] = [e for e in follower.poll(0) if isinstance(e, SendRequest)]
+    bad = {"errorCode": 0, "responses": [{"partitions": [{
+        "partitionIndex": 0, "errorCode": 6, "highWatermark": -1,  # NOT_LEADER_OR_FOLLOWER
+        "currentLeader": {"leaderId": 1, "leaderEpoch": 3}, "records": None}]}]}
+    assert follower.handle_response(1, ApiKey.FETCH, 17, bad, fetch.correlation_id, 10) == []
+    retry = 10 + follower.config.retry_backoff_ms
+    assert follower.next_deadline_ms() == retry
+    [fetch] = follower.poll(retry)
+    assert isinstance(fetch, SendRequest) and fetch.api_key == ApiKey.FETCH
+    follower.handle_send_failure(1, fetch.correlation_id, retry)
+    assert follower.next_deadline_ms() == retry + follower.config.retry_backoff_ms
+    [fetch] = follower.poll(retry + follower.config.retry_backoff_ms)
+    assert isinstance(fetch, SendRequest)
+    whole = {"errorCode": 37, "responses": []}  # the answer failed as a whole
+    follower.handle_response(1, ApiKey.FETCH, 17, whole, fetch.correlation_id, 100)
+    assert follower.next_deadline_ms() == 100 + follower.config.retry_backoff_ms
+
+
+def test_end_quorum_epoch_lets_the_preferred_successor_time_out_first() -> None:
+    timeouts = {}
+    for nid, successors in ((2, [2, 3]), (3, [2, 3])):
+        n = make(nid, (1, 2, 3), ElectionState(3, 1, None), fetch_timeout_ms=5000)
+        n.poll(0)
+        body = {"clusterId": None, "topics": [{"topicName": "__cluster_metadata", "partitions": [{
+            "partitionIndex": 0, "leaderId": 1, "leaderEpoch": 3,
+            "preferredCandidates": [{"candidateId": s} for s in successors]}]}]}
+        [resp] = n.handle_request(1, ApiKey.END_QUORUM_EPOCH, 1, body, 9, 100)
+        assert isinstance(resp, SendResponse) and resp.body["topics"][0]["partitions"][0]["errorCode"] == 0
+        t = n.next_deadline_ms()
+        while n.role is Role.FOLLOWER:
+            t = n.next_deadline_ms()
+            n.poll(t)
+        timeouts[nid] = t
+        assert n.role is Role.PROSPECTIVE
+    retry = RaftConfig(1, (1,)).retry_backoff_ms
+    assert 100 <= timeouts[2] <= 100 + retry  # first in line: at once (plus jitter)
+    assert 100 + retry <= timeouts[3] <= 100 + 2 * retry + RaftConfig(1, (1,)).election_backoff_max_ms
+
+
+def test_end_quorum_epoch_from_the_leader_allows_pre_votes_at_once() -> None:
+    net, _leader, follower = leader_and_follower()
+    part = {"partitionIndex": 0, "replicaId": 1, "replicaEpoch": follower.epoch + 1, "lastOffsetEpoch": 99,
+            "lastOffset": 99, "preVote": True}
+    prevote = {"clusterId": None, "voterId": 2,
+               "topics": [{"topicName": "__cluster_metadata", "partitions": [part]}]}
+    [no] = follower.handle_request(1, ApiKey.VOTE, 2, prevote, 1, net.now + 1)
+    assert no.body["topics"][0]["partitions"][0]["voteGranted"] is False  # it hears from its leader
+    end = {"clusterId": None, "topics": [{"topicName": "__cluster_metadata", "partitions": [{
+        "partitionIndex": 0, "leaderId": 1, "leaderEpoch": follower.epoch, "preferredCandidates": []}]}]}
+    follower.handle_request(1, ApiKey.END_QUORUM_EPOCH, 1, end, 2, net.now + 2)
+    [yes] = follower.handle_request(1, ApiKey.VOTE, 2, prevote, 3, net.now + 3)
+    assert yes.body["topics"][0]["partitions"][0]["voteGranted"] is True
+
+
+def test_a_lagging_follower_downloads_the_leaders_snapshot_in_chunks() -> None:
+    net, leader, _follower = leader_and_follower(fetch_snapshot_max_bytes=64)
+    commit(net, leader, [b"x" * 40, b"y" * 40], net.now + 10)
+    hw = leader.high_watermark
+    assert hw is not None
+    leader.drain_committed()
+    sid = leader.create_snapshot(hw, [b"state"], net.now + 300)
+    assert leader.log.start_offset == hw
+    # a fresh replica with an empty log catches up from the snapshot
+    fresh = make(2, (1, 2), ElectionState(leader.epoch, 1, None), fetch_snapshot_max_bytes=64)
+    net.nodes[2] = fresh
+    for t in range(net.now + 400, net.now + 2000, 5):
+        net.tick(t)
+        if fresh.log.end_offset >= hw:
+            break
+    chunks = net.sent(ApiKey.FETCH_SNAPSHOT, 2)
+    positions = [c.body["topics"][0]["partitions"][0]["position"] for c in chunks]
+    assert len(positions) >= 2 and positions[:2] == [0, 64]
+    assert fresh.log.start_offset == sid.end_offset and fresh.high_watermark is not None
+    assert fresh.high_watermark >= sid.end_offset
+    loads = [c for c in fresh.drain_committed() if isinstance(c, SnapshotLoad)]
+    assert loads and loads[0].records == (b"state",) and loads[0].end_offset == sid.end_offset
+
+
+def test_a_snapshot_the_leader_no_longer_has_restarts_the_fetch() -> None:
+    follower = make(2, (1, 2), ElectionState(3, 1, None))
+    [fetch] = [e for e in follower.poll(0) if isinstance(e, SendRequest)]
+    to_snapshot = {"errorCode": 0, "responses": [{"partitions": [{
+        "partitionIndex": 0, "errorCode": 0, "highWatermark": 5, "snapshotId": {"endOffset": 5, "epoch": 3},
+        "currentLeader": {"leaderId": 1, "leaderEpoch": 3}, "records": None}]}]}
+    out = follower.handle_response(1, ApiKey.FETCH, 17, to_snapshot, fetch.correlation_id, 1)
+    [chunk_req] = [e for e in out if isinstance(e, SendRequest)]
+    assert chunk_req.api_key == ApiKey.FETCH_SNAPSHOT
+    part = chunk_req.body["topics"][0]["partitions"][0]
+    assert part["snapshotId"] == {"endOffset": 5, "epoch": 3} and part["position"] == 0
+    gone = {"errorCode": 0, "topics": [{"name": "__cluster_metadata", "partitions": [{
+        "index": 0, "errorCode": 98, "snapshotId": {"endOffset": 5, "epoch": 3},  # SNAPSHOT_NOT_FOUND
+        "currentLeader": {"leaderId": 1, "leaderEpoch": 3}, "size": 0, "position": 0,
+        "unalignedRecords": b""}]}]}
+    follower.handle_response(1, ApiKey.FETCH_SNAPSHOT, 1, gone, chunk_req.correlation_id, 2)
+    retry = 2 + follower.config.retry_backoff_ms
+    assert follower.next_deadline_ms() == retry
+    [again] = follower.poll(retry)
+    assert isinstance(again, SendRequest) and again.api_key == ApiKey.FETCH  # asks which snapshot now
+
+
+def test_a_chunk_at_the_wrong_position_restarts_the_download() -> None:
+    follower = make(2, (1, 2), ElectionState(3, 1, None))
+    [fetch] = [e for e in follower.poll(0) if isinstance(e, SendRequest)]
+    to_snapshot = {"errorCode": 0, "responses": [{"partitions": [{
+        "partitionIndex": 0, "errorCode": 0, "highWatermark": 5, "snapshotId": {"endOffset": 5, "epoch": 3},
+        "currentLeader": {"leaderId": 1, "leaderEpoch": 3}, "records": None}]}]}
+    [chunk_req] = follower.handle_response(1, ApiKey.FETCH, 17, to_snapshot, fetch.correlation_id, 1)
+    wrong = {"errorCode": 0, "topics": [{"name": "__cluster_metadata", "partitions": [{
+        "index": 0, "errorCode": 0, "snapshotId": {"endOffset": 5, "epoch": 3},
+        "currentLeader": {"leaderId": 1, "leaderEpoch": 3}, "size": 100, "position": 10,
+        "unalignedRecords": b"z" * 10}]}]}
+    assert follower.handle_response(1, ApiKey.FETCH_SNAPSHOT, 1, wrong, chunk_req.correlation_id, 2) == []
+    retry = 2 + follower.config.retry_backoff_ms
+    [again] = follower.poll(retry)
+    assert isinstance(again, SendRequest) and again.api_key == ApiKey.FETCH
+    assert follower.log.end_offset == 0
+
+
+def fetch_answer(follower: RaftNode, **part: Any) -> Body:
+    return {"errorCode": 0, "responses": [{"partitions": [{
+        "partitionIndex": 0, "errorCode": 0, "highWatermark": -1, "records": None,
+        "currentLeader": {"leaderId": 1, "leaderEpoch": follower.epoch}, **part}]}]}
+
+
+def test_a_follower_refuses_to_truncate_below_what_it_committed() -> None:
+    follower = make(2, (1, 2), ElectionState(3, 1, None))
+    [fetch] = follower.poll(0)
+    assert isinstance(fetch, SendRequest)
+    batch = RecordsBuilder(base_offset=0, partition_leader_epoch=3)
+    batch.append(0, None, b"a")
+    out = follower.handle_response(1, ApiKey.FETCH, 17, fetch_answer(follower, records=batch.build(),
+                                                                    highWatermark=1), fetch.correlation_id, 5)
+    assert follower.high_watermark == 1 and follower.log.flushed_offset == 1
+    assert [c.records for c in follower.drain_committed() if isinstance(c, CommittedBatch)] == [(b"a",)]
+    [fetch] = [e for e in out if isinstance(e, SendRequest)]
+    assert fetch.body["topics"][0]["partitions"][0]["fetchOffset"] == 1  # the next one went at once
+    diverge = fetch_answer(follower, divergingEpoch={"epoch": 2, "endOffset": 0})
+    with pytest.raises(RaftStateError, match="below the committed offset 1"):
+        follower.handle_response(1, ApiKey.FETCH, 17, diverge, fetch.correlation_id, 6)
+
+
+# ---------------------------------------------------------------------------------- leader
+def fetch_request(offset: int, last_epoch: int, leader_epoch: int, replica: int = 2, wait: int = 0,
+                  cluster: str | None = None) -> Body:
+    return {"clusterId": cluster, "replicaState": {"replicaId": replica, "replicaEpoch": -1},
+            "maxWaitMs": wait, "minBytes": 0, "topics": [{"partitions": [{
+                "partition": 0, "currentLeaderEpoch": leader_epoch, "fetchOffset": offset,
+                "lastFetchedEpoch": last_epoch, "partitionMaxBytes": 1 << 20}]}]}
+
+
+def fetch_error(n: RaftNode, body: Body, now: int = 5000) -> tuple[int, int]:
+    [resp] = n.handle_request(2, ApiKey.FETCH, 17, body, 77, now)
+    assert isinstance(resp, SendResponse) and resp.correlation_id == 77
+    top = resp.body["errorCode"]
+    parts = resp.body["responses"]
+    return top, parts[0]["partitions"][0]["errorCode"] if parts else -1
+
+
+def test_the_leader_refuses_fetches_it_cannot_serve() -> None:
+    _, leader, follower = leader_and_follower(cluster_id="c1")
+    e = leader.epoch
+    other = fetch_request(0, 0, e, cluster="other")
+    assert fetch_error(leader, other) == (104, -1)  # INCONSISTENT_CLUSTER_ID
+    assert fetch_error(leader, {"clusterId": None, "topics": []}) == (42, -1)  # INVALID_REQUEST
+    assert fetch_error(leader, fetch_request(0, 0, e + 1)) == (0, 75)  # UNKNOWN_LEADER_EPOCH
+    assert fetch_error(leader, fetch_request(0, 0, e - 1)) == (0, 74)  # FENCED_LEADER_EPOCH
+    assert fetch_error(leader, fetch_request(-1, 0, e)) == (0, 42)  # INVALID_REQUEST
+    assert fetch_error(follower, fetch_request(0, 0, e)) == (0, 6)  # NOT_LEADER_OR_FOLLOWER
+    [resp] = follower.handle_request(3, ApiKey.FETCH, 17, fetch_request(0, 0, e), 5, 5000)
+    part = resp.body["responses"][0]["partitions"][0]
+    assert part["currentLeader"] == {"leaderId": 1, "leaderEpoch": e}  # who to ask instead
+
+
+def test_the_leader_parks_a_fetch_at_its_end_until_it_expires() -> None:
+    net, leader, _ = leader_and_follower()
+    e, end = leader.epoch, leader.log.end_offset
+    now = net.now + 10
+    at_end = fetch_request(end, e, e, replica=5, wait=500)
+    first = leader.handle_request(5, ApiKey.FETCH, 17, at_end, 1, now)
+    assert len(first) == 1  # first contact: it learns the high watermark at once
+    assert leader.handle_request(5, ApiKey.FETCH, 17, at_end, 2, now) == []
+    assert leader.next_deadline_ms() <= now + 500
+    assert [r for r in leader.poll(now + 499) if r.destination == 5] == []
+    [late] = [r for r in leader.poll(now + 500) if r.destination == 5]
+    assert late.correlation_id == 2 and late.body["responses"][0]["partitions"][0]["records"] is None
+
+
+def test_a_leader_that_steps_down_answers_its_parked_fetches() -> None:
+    net, leader, _ = leader_and_follower()
+    e, end = leader.epoch, leader.log.end_offset
+    now = net.now + 10
+    leader.handle_request(5, ApiKey.FETCH, 17, fetch_request(end, e, e, replica=5, wait=500), 1, now)
+    leader.handle_request(5, ApiKey.FETCH, 17, fetch_request(end, e, e, replica=5, wait=500), 2, now)
+    begin = {"clusterId": None, "topics": [{"topicName": "__cluster_metadata", "partitions": [{
+        "partitionIndex": 0, "leaderId": 2, "leaderEpoch": e + 1}]}]}
+    out = leader.handle_request(2, ApiKey.BEGIN_QUORUM_EPOCH, 1, begin, 3, now + 1)
+    assert leader.role is Role.FOLLOWER and leader.leader_id == 2
+    [parked] = [r for r in out if isinstance(r, SendResponse) and r.destination == 5]
+    part = parked.body["responses"][0]["partitions"][0]
+    assert parked.correlation_id == 2 and part["errorCode"] == 6
+    assert part["currentLeader"] == {"leaderId": 1, "leaderEpoch": e}  # as it stood when it left
+
+
+def test_a_leader_without_a_fetching_majority_resigns() -> None:
+    net, leader, _ = leader_and_follower()
+    net.drop.add(2)
+    t = net.now
+    while leader.role is Role.LEADER:
+        t = leader.next_deadline_ms()
+        net.add(1, leader.poll(t))
+        net.run(t)
+    assert leader.role is Role.RESIGNED
+    assert t <= net.now + leader.config.fetch_timeout_ms * 3 // 2 + 1000
+    assert t >= net.now + leader.config.fetch_timeout_ms  # not before it could have heard
+
+
+def test_the_leader_tells_a_voter_that_stopped_fetching_again() -> None:
+    leader = make(1, (1, 2, 3), ElectionState(2, None, None))
+    others = (make(nid, (1, 2, 3), ElectionState(2, None, None)) for nid in (2, 3))
+    net = Net(leader, *others)
+    t = 0
+    while leader.role is not Role.LEADER:
+        t = min(n.next_deadline_ms() for n in net.nodes.values())
+        net.tick(t)
+    begins = net.sent(ApiKey.BEGIN_QUORUM_EPOCH, 1)
+    assert sorted(b.destination for b in begins) == [2, 3]
+    part = begins[0].body["topics"][0]["partitions"][0]
+    assert (part["leaderId"], part["leaderEpoch"]) == (1, leader.epoch)
+    net.drop.add(3)  # 3 stops hearing and fetching; 2 keeps fetching, so 1 keeps leading
+    start = t
+    while t < start + leader.config.fetch_timeout_ms:
+        t = min(n.next_deadline_ms() for n in (leader, net.nodes[2]))
+        net.tick(t)
+    again = [b for b in net.sent(ApiKey.BEGIN_QUORUM_EPOCH, 1) if b.destination == 3]
+    assert len(again) >= 2 and leader.role is Role.LEADER
+    assert [b for b in net.sent(ApiKey.BEGIN_QUORUM_EPOCH, 1) if b.destination == 2] == [
+        b for b in begins if b.destination == 2]  # the voter that fetches is not told again
+
+
+def test_describe_quorum_reports_voters_and_observers() -> None:
+    net, leader, follower = leader_and_follower()
+    obs = make(3, (1, 2))
+    net.nodes[3] = obs
+    for t in range(net.now, net.now + 100, 10):
+        net.tick(t)
+    body = leader.describe_quorum(net.now + 100)
+    part = body["topics"][0]["partitions"][0]
+    assert part["errorCode"] == 0 and part["highWatermark"] == leader.high_watermark
+    voters = {v["replicaId"]: v for v in part["currentVoters"]}
+    assert set(voters) == {1, 2} and [o["replicaId"] for o in part["observers"]] == [3]
+    assert voters[1]["logEndOffset"] == leader.log.flushed_offset
+    assert voters[1]["lastFetchTimestamp"] == net.now + 100
+    assert voters[2]["logEndOffset"] == follower.log.end_offset
+    assert follower.describe_quorum(0)["topics"][0]["partitions"][0]["errorCode"] == 6
+    info = leader.quorum_info(net.now + 100)
+    assert [p.replica_id for p in info.voters] == [1, 2] and [p.replica_id for p in info.observers] == [3]
+    assert follower.quorum_info().voters == () and leader.epoch_start_offset == 0
+    assert follower.epoch_start_offset == -1
+
+
+def test_fetch_snapshot_errors_and_chunks() -> None:
+    net, leader, _ = leader_and_follower(fetch_snapshot_max_bytes=50)
+    commit(net, leader, [b"x" * 40], net.now + 10)
+    hw = leader.high_watermark
+    assert hw is not None
+    leader.drain_committed()
+    sid = leader.create_snapshot(hw, [b"s" * 100], net.now + 300)
+    e = leader.epoch
+
+    def ask(end: int, epoch: int, position: int, leader_epoch: int = e, max_bytes: int = 1000) -> Body:
+        asked = {"partition": 0, "currentLeaderEpoch": leader_epoch,
+                 "snapshotId": {"endOffset": end, "epoch": epoch}, "position": position}
+        body = {"clusterId": None, "replicaId": 2, "maxBytes": max_bytes,
+                "topics": [{"name": "__cluster_metadata", "partitions": [asked]}]}
+        [resp] = leader.handle_request(2, ApiKey.FETCH_SNAPSHOT, 1, body, 1, net.now + 400)
+        part: Body = resp.body["topics"][0]["partitions"][0]
+        return part
+
+    assert ask(sid.end_offset + 1, sid.epoch, 0)["errorCode"] == 98  # SNAPSHOT_NOT_FOUND
+    size = ask(sid.end_offset, sid.epoch, 0)["size"]
+    assert ask(sid.end_offset, sid.epoch, size)["errorCode"] == 99  # POSITION_OUT_OF_RANGE
+    assert ask(sid.end_offset, sid.epoch, -1)["errorCode"] == 99
+    assert ask(sid.end_offset, sid.epoch, 0, leader_epoch=e - 1)["errorCode"] == 74
+    assert ask(sid.end_offset, sid.epoch, 0, leader_epoch=e + 1)["errorCode"] == 75
+    chunk = ask(sid.end_offset, sid.epoch, 10)
+    assert chunk["errorCode"] == 0 and chunk["position"] == 10 and len(chunk["unalignedRecords"]) == 50
+    assert len(ask(sid.end_offset, sid.epoch, 10, max_bytes=7)["unalignedRecords"]) == 7
+    assert len(ask(sid.end_offset, sid.epoch, size - 3)["unalignedRecords"]) == 3
