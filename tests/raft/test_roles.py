@@ -315,3 +315,21 @@ def test_a_resigned_leader_ignores_an_answer_without_a_partition() -> None:
     # not an acknowledgement: it goes again when its resend time comes
     again = requests(n.poll(100 + n.config.request_timeout_ms), ApiKey.END_QUORUM_EPOCH)
     assert ends[0].destination in [e.destination for e in again]
+
+
+def test_an_answer_without_a_top_level_error_code_is_an_answer() -> None:
+    """The codec takes a missing field as its default: ErrorCode 0."""
+    n = node()
+    votes = prospective(n)
+    grant = vote_answer(True, 0)
+    del grant["errorCode"]
+    answer(n, votes[0], grant, 5)
+    assert n.role is Role.CANDIDATE
+
+
+def test_an_observer_reads_a_fetch_answer_without_a_top_level_error_code() -> None:
+    n, fetch = observer()
+    body = fetch_answer({"leaderId": 2, "leaderEpoch": 3})
+    del body["errorCode"]
+    answer(n, fetch, body, 120)
+    assert n.role is Role.FOLLOWER and n.leader_id == 2

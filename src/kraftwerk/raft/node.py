@@ -55,7 +55,7 @@ class RaftNode:
         self.config = config
         self.log = log
         q = self.q = QuorumState(config, log, state, seed)
-        self._role: RoleState = Unattached(q, self)
+        self._role: RoleState = Unattached(q, self, voter=False, deadline=NEVER)  # until _initialize
         q.voters_changed_hook = self._voters_changed
         q.control.rebuild(config.node_id)
         self._delivery = Delivery(log, config.node_id)
@@ -306,9 +306,9 @@ class RaftNode:
         elif q.voted_id == node_id and q.is_voter:
             self.become_prospective(now_ms, q.backoff())
         elif q.is_voter:
-            self._role = Unattached(q, self, election_deadline=now_ms + q.randomized_election_timeout())
+            self._role = Unattached(q, self, voter=True, deadline=now_ms + q.randomized_election_timeout())
         else:
-            self._role = Unattached(q, self, send_at=now_ms)
+            self._role = Unattached(q, self, voter=False, deadline=now_ms)
         if q.is_voter and len(q.voters) == 1 and self.role is not Role.RESIGNED:
             self.become_prospective(now_ms, 0)
 
@@ -330,9 +330,9 @@ class RaftNode:
         if persist:
             q.persist()
         if q.is_voter:
-            self._role = Unattached(q, self, election_deadline=now_ms + q.randomized_election_timeout())
+            self._role = Unattached(q, self, voter=True, deadline=now_ms + q.randomized_election_timeout())
         else:
-            self._role = Unattached(q, self, send_at=now_ms + q.config.retry_backoff_ms)
+            self._role = Unattached(q, self, voter=False, deadline=now_ms + q.config.retry_backoff_ms)
 
     def become_follower(self, leader_id: int, epoch: int, now_ms: int) -> None:
         q = self.q
@@ -460,7 +460,7 @@ class RaftNode:
                     q.voted_id = candidate
                     q.persist()
                 if isinstance(role, Unattached):
-                    role.election_deadline = now_ms + q.randomized_election_timeout()
+                    role.deadline = now_ms + q.randomized_election_timeout()
                 else:
                     self.become_unattached(q.epoch, now_ms)
         elif role.role is Role.CANDIDATE and q.voted_id == candidate:

@@ -32,7 +32,7 @@ class Resigned(RoleState):
         # progress, so in id order)
         successors = sorted(v for v in q.voters if v != q.node_id)
         for voter, at in list(self.end_pending.items()):
-            if now_ms < at or q.has_in_flight(ApiKey.END_QUORUM_EPOCH, voter):
+            if now_ms < at:  # (one in flight is due again only once it has expired)
                 continue
             self.end_pending[voter] = now_ms + q.config.request_timeout_ms
             body = q.request_body(

@@ -27,40 +27,31 @@ def learn_leader(q: QuorumState, moves: Transitions, body: Body, part: Body, now
 class Unattached(RoleState):
     role = Role.UNATTACHED
 
-    def __init__(
-        self,
-        q: QuorumState,
-        moves: Transitions,
-        *,
-        election_deadline: int | None = None,
-        send_at: int | None = None,
-    ) -> None:
+    def __init__(self, q: QuorumState, moves: Transitions, *, voter: bool, deadline: int) -> None:
         super().__init__(q, moves)
-        self.election_deadline = election_deadline
-        self.send_at = send_at  # an observer's next discovery fetch
+        self.voter = voter
+        #: a voter's election timeout; an observer's next fetch to find the leader
+        self.deadline = deadline
 
     def poll(self, now_ms: int) -> None:
         q = self.q
-        if self.election_deadline is not None:  # a voter
-            if now_ms >= self.election_deadline:
-                self.moves.become_prospective(now_ms, 0)
-        elif self.send_at is not None and now_ms >= self.send_at and not q.has_in_flight(ApiKey.FETCH):
+        if now_ms < self.deadline:
+            return
+        if self.voter:
+            self.moves.become_prospective(now_ms, 0)
+        elif not q.has_in_flight(ApiKey.FETCH):
             # Kafka's bootstrap fetch: any voter (or bootstrap server) names the leader
             q.send_fetch(q.rng.choice(q.voters or q.config.bootstrap_ids), now_ms)
-            self.send_at = now_ms + q.config.request_timeout_ms
 
     def deadlines(self) -> list[int]:
-        if self.election_deadline is not None:
-            return [self.election_deadline]
-        if self.send_at is None or self.q.has_in_flight(ApiKey.FETCH):
-            return []
-        return [self.send_at]
+        # an observer's fetch in flight has its own deadline (the node's)
+        return [self.deadline] if self.voter or not self.q.has_in_flight(ApiKey.FETCH) else []
 
     def on_response(self, source: int, api_key: int, body: Body, flight: InFlight, now_ms: int) -> None:
         part = fetched_partition(body)
         if part is not None and learn_leader(self.q, self.moves, body, part, now_ms):
             return
-        self.send_at = now_ms + self.q.config.retry_backoff_ms
+        self.deadline = now_ms + self.q.config.retry_backoff_ms
 
     def request_failed(self, flight: InFlight, now_ms: int) -> None:
-        self.send_at = now_ms + self.q.config.retry_backoff_ms  # its one kind of request: Fetch
+        self.deadline = now_ms + self.q.config.retry_backoff_ms  # its one kind of request: Fetch
