@@ -441,3 +441,113 @@ def test_fetch_snapshot_errors_and_chunks() -> None:
     assert chunk["errorCode"] == 0 and chunk["position"] == 10 and len(chunk["unalignedRecords"]) == 50
     assert len(ask(sid.end_offset, sid.epoch, 10, max_bytes=7)["unalignedRecords"]) == 7
     assert len(ask(sid.end_offset, sid.epoch, size - 3)["unalignedRecords"]) == 3
+
+
+# ---------------------------------------------------------------------------------- follower details
+def batch(base: int, epoch: int, *values: bytes) -> bytes:
+    b = RecordsBuilder(base_offset=base, partition_leader_epoch=epoch)
+    for v in values:
+        b.append(0, None, v)
+    return b.build()
+
+
+def fresh_follower() -> tuple[RaftNode, SendRequest]:
+    """Follower 2 of leader 1 in epoch 3 with an empty log, and its first fetch."""
+    follower = make(2, (1, 2), ElectionState(3, 1, None))
+    [fetch] = follower.poll(0)
+    assert isinstance(fetch, SendRequest)
+    return follower, fetch
+
+
+def reply(follower: RaftNode, fetch: SendRequest, now: int, **part: Any) -> list[Effect]:
+    body = fetch_answer(follower, **part)
+    return follower.handle_response(1, ApiKey.FETCH, 17, body, fetch.correlation_id, now)
+
+
+def next_fetch(out: list[Effect]) -> SendRequest:
+    [req] = [e for e in out if isinstance(e, SendRequest)]
+    return req
+
+
+def test_a_follower_takes_a_high_watermark_of_zero_and_ignores_a_missing_one() -> None:
+    follower, fetch = fresh_follower()
+    answer = fetch_answer(follower, records=batch(0, 3, b"a"))
+    del answer["responses"][0]["partitions"][0]["highWatermark"]
+    out = follower.handle_response(1, ApiKey.FETCH, 17, answer, fetch.correlation_id, 1)
+    assert follower.log.end_offset == 1 and follower.high_watermark is None
+    reply(follower, next_fetch(out), 2, highWatermark=0)
+    assert follower.high_watermark == 0
+
+
+def test_a_follower_skips_batches_it_already_has() -> None:
+    follower, fetch = fresh_follower()
+    out = reply(follower, fetch, 1, records=batch(0, 3, b"a"), highWatermark=0)
+    both = batch(0, 3, b"a") + batch(1, 3, b"b")
+    out = reply(follower, next_fetch(out), 2, records=both, highWatermark=2)
+    assert follower.log.end_offset == 2 and follower.high_watermark == 2
+    committed = [c.records for c in follower.drain_committed() if isinstance(c, CommittedBatch)]
+    assert committed == [(b"a",), (b"b",)]
+
+
+def test_diverging_at_epoch_zero_truncates_an_uncommitted_log(caplog: pytest.LogCaptureFixture) -> None:
+    follower, fetch = fresh_follower()
+    out = reply(follower, fetch, 1, records=batch(0, 3, b"a") + batch(1, 3, b"b"))
+    assert follower.log.end_offset == 2 and follower.high_watermark is None
+    with caplog.at_level("DEBUG", logger="kraftwerk.raft.roles.follower"):
+        out = reply(follower, next_fetch(out), 2, divergingEpoch={"epoch": 0, "endOffset": 0})
+    assert follower.log.end_offset == 0
+    assert "node 2 truncates to 0 (diverging epoch 0 end 0)" in caplog.text
+    assert next_fetch(out).body["topics"][0]["partitions"][0]["fetchOffset"] == 0
+
+
+def test_diverging_at_an_epoch_the_follower_lacks_truncates_to_the_leaders_end() -> None:
+    follower, fetch = fresh_follower()
+    out = reply(follower, fetch, 1, records=batch(0, 1, b"a") + batch(1, 3, b"b") + batch(2, 3, b"c"),
+                highWatermark=1)
+    follower.drain_committed()
+    out = reply(follower, next_fetch(out), 2, divergingEpoch={"epoch": 2, "endOffset": 1})
+    assert follower.log.end_offset == 1  # exactly its committed offset: allowed
+
+
+def test_a_follower_follows_a_newer_leader_a_fetch_answer_names() -> None:
+    follower, fetch = fresh_follower()
+    body = fetch_answer(follower)
+    body["responses"][0]["partitions"][0]["currentLeader"] = {"leaderId": 3, "leaderEpoch": 4}
+    out = follower.handle_response(1, ApiKey.FETCH, 17, body, fetch.correlation_id, 7)
+    assert follower.role is Role.FOLLOWER and (follower.leader_id, follower.epoch) == (3, 4)
+    assert next_fetch(out).destination == 3
+
+
+def test_the_snapshot_request_asks_for_the_named_snapshot() -> None:
+    follower = make(2, (1, 2), ElectionState(3, 1, None), cluster_id="c1", fetch_snapshot_max_bytes=4096)
+    [fetch] = follower.poll(0)
+    assert isinstance(fetch, SendRequest)
+    out = reply(follower, fetch, 1, snapshotId={"endOffset": 5, "epoch": 3})
+    req = next_fetch(out)
+    assert req.api_key == ApiKey.FETCH_SNAPSHOT and req.destination == 1
+    assert req.body == {"clusterId": "c1", "replicaId": 2, "maxBytes": 4096, "topics": [
+        {"name": "__cluster_metadata", "partitions": [{"partition": 0, "currentLeaderEpoch": 3,
+                                                        "snapshotId": {"endOffset": 5, "epoch": 3}, "position": 0}]}]}
+    failed = {"topics": []}
+    follower.handle_response(1, ApiKey.FETCH_SNAPSHOT, 1, failed, req.correlation_id, 2)
+    retry = 2 + follower.config.retry_backoff_ms
+    again = next_fetch(follower.poll(retry))
+    assert again.api_key == ApiKey.FETCH_SNAPSHOT  # still downloading the same snapshot
+    whole = {"errorCode": 58, "topics": [{"name": "__cluster_metadata", "partitions": [{
+        "index": 0, "errorCode": 0, "snapshotId": {"endOffset": 5, "epoch": 3},
+        "currentLeader": {"leaderId": 1, "leaderEpoch": 3}, "size": 10, "position": 0,
+        "unalignedRecords": b"0123456789"}]}]}
+    follower.handle_response(1, ApiKey.FETCH_SNAPSHOT, 1, whole, again.correlation_id, 30)
+    assert follower.log.end_offset == 0 and follower.next_deadline_ms() == 30 + follower.config.retry_backoff_ms
+
+
+def test_end_quorum_epoch_v0_names_successors_by_id() -> None:
+    n = make(3, (1, 2, 3), ElectionState(3, 1, None), fetch_timeout_ms=5000)
+    n.poll(0)
+    body = {"clusterId": None, "topics": [{"topicName": "__cluster_metadata", "partitions": [{
+        "partitionIndex": 0, "leaderId": 1, "leaderEpoch": 3, "preferredSuccessors": [3, 2]}]}]}
+    n.handle_request(1, ApiKey.END_QUORUM_EPOCH, 0, body, 9, 100)
+    while n.role is Role.FOLLOWER:
+        t = n.next_deadline_ms()
+        n.poll(t)
+    assert t <= 100 + n.config.retry_backoff_ms  # first in line

@@ -38,7 +38,9 @@ class Follower(RoleState):
         super().__init__(q, moves)
         self.delivery = delivery
         self.fetch_deadline = now_ms + q.config.fetch_timeout_ms
-        self.send_at: int | None = now_ms  # the next fetch; None while one is in flight
+        # the next Fetch or FetchSnapshot; None exactly while one is in flight (every answer and
+        # every failure sets it again)
+        self.send_at: int | None = now_ms
         self.download: tuple[SnapshotId, bytearray] | None = None  # snapshot id, bytes so far
 
     @property
@@ -58,19 +60,15 @@ class Follower(RoleState):
             self.maybe_send_fetch(now_ms)
 
     def deadlines(self) -> list[int]:
-        if self.send_at is None or self._fetching():
-            return [self.fetch_deadline]
-        return [self.fetch_deadline, self.send_at]
-
-    def _fetching(self) -> bool:
-        return self.q.has_in_flight(ApiKey.FETCH) or self.q.has_in_flight(ApiKey.FETCH_SNAPSHOT)
+        # (a request in flight has its own deadline, the node's)
+        return [self.fetch_deadline] if self.send_at is None else [self.fetch_deadline, self.send_at]
 
     def request_failed(self, flight: InFlight, now_ms: int) -> None:
         self.send_at = now_ms + self.q.config.retry_backoff_ms
 
     def maybe_send_fetch(self, now_ms: int) -> None:
         q = self.q
-        if self.send_at is None or now_ms < self.send_at or self._fetching():
+        if self.send_at is None or now_ms < self.send_at:  # None: a request is in flight
             return
         if self.download is not None:
             sid, buf = self.download
