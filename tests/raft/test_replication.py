@@ -525,9 +525,10 @@ def test_the_snapshot_request_asks_for_the_named_snapshot() -> None:
     out = reply(follower, fetch, 1, snapshotId={"endOffset": 5, "epoch": 3})
     req = next_fetch(out)
     assert req.api_key == ApiKey.FETCH_SNAPSHOT and req.destination == 1
-    assert req.body == {"clusterId": "c1", "replicaId": 2, "maxBytes": 4096, "topics": [
-        {"name": "__cluster_metadata", "partitions": [{"partition": 0, "currentLeaderEpoch": 3,
-                                                        "snapshotId": {"endOffset": 5, "epoch": 3}, "position": 0}]}]}
+    asked = {"partition": 0, "currentLeaderEpoch": 3, "snapshotId": {"endOffset": 5, "epoch": 3},
+             "position": 0}
+    assert req.body == {"clusterId": "c1", "replicaId": 2, "maxBytes": 4096,
+                        "topics": [{"name": "__cluster_metadata", "partitions": [asked]}]}
     failed = {"topics": []}
     follower.handle_response(1, ApiKey.FETCH_SNAPSHOT, 1, failed, req.correlation_id, 2)
     retry = 2 + follower.config.retry_backoff_ms
@@ -538,7 +539,8 @@ def test_the_snapshot_request_asks_for_the_named_snapshot() -> None:
         "currentLeader": {"leaderId": 1, "leaderEpoch": 3}, "size": 10, "position": 0,
         "unalignedRecords": b"0123456789"}]}]}
     follower.handle_response(1, ApiKey.FETCH_SNAPSHOT, 1, whole, again.correlation_id, 30)
-    assert follower.log.end_offset == 0 and follower.next_deadline_ms() == 30 + follower.config.retry_backoff_ms
+    assert follower.log.end_offset == 0
+    assert follower.next_deadline_ms() == 30 + follower.config.retry_backoff_ms
 
 
 def test_end_quorum_epoch_v0_names_successors_by_id() -> None:
