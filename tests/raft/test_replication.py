@@ -8,6 +8,7 @@ import pytest
 
 from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.raft import (
+    METADATA_TOPIC_ID,
     CommittedBatch,
     Effect,
     ElectionState,
@@ -553,3 +554,67 @@ def test_end_quorum_epoch_v0_names_successors_by_id() -> None:
         t = n.next_deadline_ms()
         n.poll(t)
     assert t <= 100 + n.config.retry_backoff_ms  # first in line
+
+
+# ---------------------------------------------------------------------------------- leader answers
+def epochs_leader(**cfg: Any) -> RaftNode:
+    """Node 1 leads epoch 5 alone, its log: epoch 1 at 0-1, then its LeaderChange at 2 (committed)."""
+    log = MemoryRaftLog()
+    log.append(batch(0, 1, b"a", b"b"))
+    log.flush()
+    n = RaftNode(RaftConfig(1, (1,), **cfg), log, MemoryQuorumStateStore(ElectionState(4, None, None)),
+                 now_ms=0, seed=1)
+    n.poll(0)
+    assert n.role is Role.LEADER and n.epoch == 5 and n.high_watermark == 3
+    return n
+
+
+def leader_answer(n: RaftNode, offset: int, last_epoch: int, now: int = 10, **extra: Any) -> Body:
+    req = fetch_request(offset, last_epoch, n.epoch, replica=7)
+    req["topics"][0]["partitions"][0].update(extra)
+    [resp] = n.handle_request(7, ApiKey.FETCH, 17, req, 41, now)
+    assert isinstance(resp, SendResponse)
+    assert (resp.destination, resp.api_key, resp.version) == (7, ApiKey.FETCH, 17)
+    assert resp.correlation_id == 41
+    body: Body = resp.body
+    return body
+
+
+def shape(n: RaftNode, **part: Any) -> Body:
+    """Kafka's FetchResponse as the leader builds it, with this partition's own fields."""
+    fields = {"partitionIndex": 0, "errorCode": 0, "highWatermark": n.high_watermark,
+              "logStartOffset": n.log.start_offset, "currentLeader": {"leaderId": 1, "leaderEpoch": n.epoch},
+              "records": None, **part}
+    return {"errorCode": 0, "nodeEndpoints": [],
+            "responses": [{"topicId": METADATA_TOPIC_ID, "partitions": [fields]}]}
+
+
+def test_the_leaders_fetch_answers_records_divergence_and_snapshots() -> None:
+    n = epochs_leader()
+    body = leader_answer(n, 2, 1)
+    assert body == shape(n, records=n.log.read(2, 1 << 20))
+    assert leader_answer(n, 3, 5) == shape(n)  # at the end: nothing (maxWaitMs 0 answers at once)
+    assert leader_answer(n, 3, 3) == shape(n, divergingEpoch={"epoch": 1, "endOffset": 2})
+    assert leader_answer(n, 9, 5) == shape(n, divergingEpoch={"epoch": 5, "endOffset": 3})  # past its end
+    assert leader_answer(n, 1, 0) == shape(n, divergingEpoch={"epoch": 0, "endOffset": 0})  # unknown epoch
+    limited = leader_answer(n, 0, -1, partitionMaxBytes=10)["responses"][0]["partitions"][0]["records"]
+    assert limited == n.log.read(0, 10)
+    sid = n.create_snapshot(3, [b"s"], 20)
+    assert leader_answer(n, 0, -1, now=21) == shape(n, snapshotId={"endOffset": 3, "epoch": sid.epoch})
+    assert n.log.start_offset == 3
+    assert leader_answer(n, 2, 1, now=22) == shape(n, snapshotId={"endOffset": 3, "epoch": sid.epoch})
+    assert leader_answer(n, 3, 1, now=23) == shape(n, snapshotId={"endOffset": 3, "epoch": sid.epoch})
+    assert leader_answer(n, 3, sid.epoch, now=24) == shape(n)  # right at the snapshot: reads on
+
+
+def test_the_leader_tracks_each_fetchers_progress() -> None:
+    n = epochs_leader()
+    leader_answer(n, 2, 1, now=10)
+    leader_answer(n, 3, 5, now=20)
+    [obs] = n.quorum_info(30).observers
+    assert (obs.replica_id, obs.log_end_offset, obs.last_fetch_ms, obs.last_caught_up_ms) == (7, 3, 20, 20)
+    leader_answer(n, 2, 1, now=40)  # truncated: its offset went down; caught up stays at 20
+    [obs] = n.quorum_info(50).observers
+    assert (obs.log_end_offset, obs.last_fetch_ms, obs.last_caught_up_ms) == (2, 40, 20)
+    [me] = n.quorum_info(50).voters
+    assert (me.replica_id, me.log_end_offset, me.last_fetch_ms) == (1, 3, 50)

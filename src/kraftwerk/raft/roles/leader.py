@@ -258,7 +258,7 @@ class Leader(RoleState):
     def on_fetch(self, source: int, version: int, body: Body, part: Body, corr: int, now_ms: int) -> None:
         """A Fetch whose epoch is this leader's (the node checked cluster, shape and epoch)."""
         q = self.q
-        replica = int(body["replicaState"]["replicaId"]) if version >= 15 else int(body.get("replicaId", -1))
+        replica = int(body["replicaState"]["replicaId"])  # Fetch v17 (the only version raft takes)
         fetch_offset = int(part["fetchOffset"])
         last_epoch = int(part.get("lastFetchedEpoch", -1))
         max_bytes = min(
@@ -308,7 +308,8 @@ class Leader(RoleState):
         return hw is not None and (known_hw is None or hw > known_hw)
 
     def _answer_fetch(self, source: int, version: int, corr: int, fetch_offset: int, max_bytes: int) -> None:
-        self.q.respond(source, ApiKey.FETCH, version, corr, self._fetch_body(fetch_offset, max_bytes))
+        records = self.q.log.read(fetch_offset, max_bytes) or None
+        self.q.respond(source, ApiKey.FETCH, version, corr, self._fetch_body(records=records))
         self.sent_hw[source] = self.q.hw
 
     def _snapshot_epoch_at(self, offset: int) -> int:
@@ -319,12 +320,12 @@ class Leader(RoleState):
 
     def _fetch_body(
         self,
-        fetch_offset: int = -1,
-        max_bytes: int = 0,
         *,
+        records: bytes | None = None,
         snapshot: SnapshotId | None = None,
         diverging: OffsetAndEpoch | None = None,
     ) -> Body:
+        """A Fetch answer: records, or where to go instead (a snapshot, a diverging epoch)."""
         q = self.q
         part: Body = {
             "partitionIndex": METADATA_PARTITION,
@@ -332,14 +333,12 @@ class Leader(RoleState):
             "highWatermark": -1 if q.hw is None else q.hw,
             "logStartOffset": q.log.start_offset,
             "currentLeader": {"leaderId": q.node_id, "leaderEpoch": q.epoch},
-            "records": None,
+            "records": records,
         }
         if snapshot is not None:
             part["snapshotId"] = {"endOffset": snapshot.end_offset, "epoch": snapshot.epoch}
         elif diverging is not None:
             part["divergingEpoch"] = {"epoch": diverging.epoch, "endOffset": diverging.offset}
-        else:
-            part["records"] = q.log.read(fetch_offset, max_bytes) or None
         return {
             "errorCode": NONE,
             "responses": [{"topicId": METADATA_TOPIC_ID, "partitions": [part]}],
