@@ -6,12 +6,15 @@ from typing import Any
 
 import pytest
 
+from kraftwerk.protocol import codec
 from kraftwerk.protocol.api_keys import ApiKey
+from kraftwerk.protocol.control_records import LEADER_CHANGE_MESSAGE
 from kraftwerk.raft import (
     METADATA_TOPIC_ID,
     CommittedBatch,
     Effect,
     ElectionState,
+    KRaftVersionError,
     MemoryQuorumStateStore,
     MemoryRaftLog,
     RaftConfig,
@@ -618,3 +621,33 @@ def test_the_leader_tracks_each_fetchers_progress() -> None:
     assert (obs.log_end_offset, obs.last_fetch_ms, obs.last_caught_up_ms) == (2, 40, 20)
     [me] = n.quorum_info(50).voters
     assert (me.replica_id, me.log_end_offset, me.last_fetch_ms) == (1, 3, 50)
+
+
+def test_the_leader_logs_what_it_becomes_and_appends(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("INFO", logger="kraftwerk.raft.roles.leader"):
+        n = make(1, (1,))
+        n.poll(0)
+        base = n.log.end_offset
+        assert n.upgrade_kraft_version(1, 5) is True
+    assert "node 1 became leader of epoch 1" in caplog.messages
+    assert f"node 1 appended kraft.version 1 at offset {base}" in caplog.messages
+
+
+def test_the_leader_change_record_names_the_leader_the_voters_and_who_granted() -> None:
+    _, leader, _ = leader_and_follower()
+    [first] = [c for c in leader.drain_committed() if isinstance(c, CommittedBatch) and c.is_control][-1:]
+    value = codec.decode(LEADER_CHANGE_MESSAGE, 0, first.records[0])
+    assert value == {"version": 0, "leaderId": 1, "voters": [{"voterId": 1}, {"voterId": 2}],
+                     "grantingVoters": [{"voterId": 1}, {"voterId": 2}]}
+
+
+def test_kraft_version_upgrades_only_from_0_to_1_within_the_supported_range() -> None:
+    n = make(1, (1,), kraft_version_range=(0, 2))
+    n.poll(0)
+    assert n.upgrade_kraft_version(0, 1) is False  # the level it has: nothing to do
+    with pytest.raises(KRaftVersionError, match=r"from version 0 to 2$"):
+        n.upgrade_kraft_version(2, 1)
+    only_one = make(1, (1,), kraft_version_range=(1, 1))
+    only_one.poll(0)
+    assert only_one.upgrade_kraft_version(1, 1) is True
+    assert only_one.kraft_version == 1
