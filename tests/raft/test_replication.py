@@ -651,3 +651,16 @@ def test_kraft_version_upgrades_only_from_0_to_1_within_the_supported_range() ->
     only_one.poll(0)
     assert only_one.upgrade_kraft_version(1, 1) is True
     assert only_one.kraft_version == 1
+
+
+def test_a_snapshot_answer_naming_a_newer_leader_moves_the_follower_there() -> None:
+    follower, fetch = fresh_follower()
+    [chunk_req] = reply(follower, fetch, 1, snapshotId={"endOffset": 5, "epoch": 3})
+    assert isinstance(chunk_req, SendRequest)
+    moved = {"errorCode": 0, "topics": [{"name": "__cluster_metadata", "partitions": [{
+        "index": 0, "errorCode": 74, "snapshotId": {"endOffset": -1, "epoch": -1},  # FENCED_LEADER_EPOCH
+        "currentLeader": {"leaderId": 3, "leaderEpoch": 4}, "size": 0, "position": 0,
+        "unalignedRecords": b""}]}]}
+    out = follower.handle_response(1, ApiKey.FETCH_SNAPSHOT, 1, moved, chunk_req.correlation_id, 2)
+    assert (follower.role, follower.leader_id, follower.epoch) == (Role.FOLLOWER, 3, 4)
+    assert next_fetch(out).api_key == ApiKey.FETCH and next_fetch(out).destination == 3
