@@ -13,6 +13,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
+
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.control_records import KRAFT_VERSION_RECORD, VOTERS_RECORD, ControlRecordType
@@ -175,7 +177,7 @@ def test_an_observer_finds_the_leader_through_the_bootstrap_servers() -> None:
     assert broker.address_of(leader.node_id) == (f"c{leader.node_id}", 9000 + leader.node_id)
 
 
-def test_add_voter_after_it_caught_up_then_remove_the_leader() -> None:
+def test_add_voter_after_it_caught_up_then_remove_the_leader(caplog: pytest.LogCaptureFixture) -> None:
     net = dynamic_cluster()
     newcomer = net.add(4)
     net.run(2_000)  # it follows as an observer first
@@ -189,8 +191,12 @@ def test_add_voter_after_it_caught_up_then_remove_the_leader() -> None:
     old = net.leader()
     net.request(ApiKey.REMOVE_RAFT_VOTER, {"clusterId": "dyn", "voterId": old.node_id,
                                         "voterDirectoryId": directory(old.node_id)}, 2)
-    net.run(6_000)
+    with caplog.at_level("INFO", logger="kraftwerk.raft.roles.leader"):
+        net.run(6_000)
     assert net.answers[2]["errorCode"] == 0
+    resigned = [m for m in caplog.messages if "resigning" in m]
+    assert resigned[0].startswith(f"leader {old.node_id} is not in the committed voter set ")
+    assert resigned[0].endswith(f"; resigning from epoch {old.epoch}")
     new = net.leader()
     assert new is not old and not old.is_voter and old.role is not Role.LEADER
     assert new.voters == tuple(sorted({1, 2, 3, 4} - {old.node_id}))

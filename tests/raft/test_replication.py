@@ -360,17 +360,62 @@ def test_a_leader_that_steps_down_answers_its_parked_fetches() -> None:
     assert part["currentLeader"] == {"leaderId": 1, "leaderEpoch": e}  # as it stood when it left
 
 
-def test_a_leader_without_a_fetching_majority_resigns() -> None:
-    net, leader, _ = leader_and_follower()
+def test_a_leader_without_a_fetching_majority_resigns(caplog: pytest.LogCaptureFixture) -> None:
+    leader = make(1, (1, 2, 3), ElectionState(2, None, None))
+    net = Net(leader, *(make(nid, (1, 2, 3), ElectionState(2, None, None)) for nid in (2, 3)))
+    t = 0
+    while leader.role is not Role.LEADER:
+        t = min(n.next_deadline_ms() for n in net.nodes.values())
+        net.tick(t)
+    net.drop.add(3)
+    for now in range(t, t + 500, 10):  # 2 keeps fetching for a while, 3 has gone
+        net.tick(now)
     net.drop.add(2)
-    t = net.now
-    while leader.role is Role.LEADER:
-        t = leader.next_deadline_ms()
-        net.add(1, leader.poll(t))
-        net.run(t)
+    last_fetch = max(p.last_fetch_ms for p in leader.quorum_info(now).voters if p.replica_id == 2)
+    deadline = last_fetch + leader.config.fetch_timeout_ms * 3 // 2  # Kafka's check-quorum timeout
+    assert leader.next_deadline_ms() <= deadline
+    with caplog.at_level("INFO", logger="kraftwerk.raft.roles.leader"):
+        leader.poll(deadline - 1)
+        assert leader.role is Role.LEADER
+        leader.poll(deadline)
     assert leader.role is Role.RESIGNED
-    assert t <= net.now + leader.config.fetch_timeout_ms * 3 // 2 + 1000
-    assert t >= net.now + leader.config.fetch_timeout_ms  # not before it could have heard
+    assert f"leader 1 of epoch {leader.epoch} lost contact with a majority; resigning" in caplog.messages
+
+
+def test_begin_quorum_epoch_answers() -> None:
+    leader = make(1, (1, 2, 3), ElectionState(2, None, None), request_timeout_ms=500)
+    t = leader.next_deadline_ms()
+    pending = leader.poll(t)
+    begins: list[SendRequest] = []
+    while pending:  # grant every vote by hand; collect what the new leader sends
+        e = pending.pop(0)
+        if isinstance(e, SendRequest) and e.api_key == ApiKey.VOTE:
+            grant = {"errorCode": 0, "topics": [{"topicName": "__cluster_metadata", "partitions": [{
+                "partitionIndex": 0, "errorCode": 0, "leaderId": -1, "leaderEpoch": leader.epoch,
+                "voteGranted": True}]}]}
+            pending += leader.handle_response(e.destination, e.api_key, e.version, grant, e.correlation_id, t)
+        elif isinstance(e, SendRequest) and e.api_key == ApiKey.BEGIN_QUORUM_EPOCH:
+            begins.append(e)
+    assert leader.role is Role.LEADER
+    to2 = next(b for b in begins if b.destination == 2)
+    to3 = next(b for b in begins if b.destination == 3)
+    assert to2.body["voterId"] == 2
+
+    def begin_answer(error: int, epoch: int, leader_id: int, top: int = 0) -> Body:
+        return {"errorCode": top, "topics": [{"topicName": "__cluster_metadata", "partitions": [{
+            "partitionIndex": 0, "errorCode": error, "leaderId": leader_id, "leaderEpoch": epoch}]}]}
+
+    e = leader.epoch
+    leader.handle_response(2, to2.api_key, to2.version, begin_answer(0, e, 1), to2.correlation_id, t + 1)
+    failed = begin_answer(0, e, 1, top=37)
+    leader.handle_response(3, to3.api_key, to3.version, failed, to3.correlation_id, t + 1)
+    resent = leader.poll(t + leader.config.request_timeout_ms)  # 2 answered; 3's answer failed
+    assert [r.destination for r in resent if isinstance(r, SendRequest)
+            and r.api_key == ApiKey.BEGIN_QUORUM_EPOCH] == [3]
+    again = next(r for r in resent if isinstance(r, SendRequest) and r.destination == 3)
+    leader.handle_response(3, again.api_key, again.version, begin_answer(0, e + 2, 2), again.correlation_id,
+                           t + 2 + leader.config.request_timeout_ms)
+    assert (leader.role, leader.leader_id, leader.epoch) == (Role.FOLLOWER, 2, e + 2)
 
 
 def test_the_leader_tells_a_voter_that_stopped_fetching_again() -> None:
