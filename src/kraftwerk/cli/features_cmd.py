@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,9 +23,10 @@ from kraftwerk.cli.args import (
     feature_name,
     input_file,
     non_negative_int,
+    positive_float,
     release_version,
 )
-from kraftwerk.cli.output import add_output_flag, print_json
+from kraftwerk.cli.output import add_output_flag, print_json, status
 from kraftwerk.cli.storage_cmd import print_feature_dependencies, print_version_mapping
 from kraftwerk.config.properties import properties_values
 from kraftwerk.errors import KraftwerkError
@@ -38,6 +40,7 @@ from kraftwerk.runtime.admin_client import (
     UpdateResult,
     UpgradeType,
 )
+from kraftwerk.runtime.feature_convergence import Convergence, wait_converged
 from kraftwerk.versions import metadata_version as mvs
 from kraftwerk.versions.errors import VersionError
 from kraftwerk.versions.features import PRODUCTION_FEATURES
@@ -92,6 +95,11 @@ def register(groups: Any) -> None:
         sub.add_argument("--skip-config-audit", action="store_true",
                          help="kraftwerk (KIP-1294): change metadata.version even if the controller's "
                               "config audit finds violations or brokers with unknown static configs.")
+        sub.add_argument("--wait-converged", nargs="?", const=DEFAULT_CONVERGE_S, type=positive_float,
+                         metavar="SECONDS",
+                         help="kraftwerk: after the commit, wait until every unfenced node (brokers, or "
+                              "controllers with --bootstrap-controller) reports the new levels; fail "
+                              f"naming the laggards after SECONDS (default {DEFAULT_CONVERGE_S:g}).")
         add_connection_flags(sub, argparse.SUPPRESS)
         add_output_flag(sub)
         sub.set_defaults(func=_update, op=op)
@@ -437,6 +445,10 @@ def _update(args: argparse.Namespace) -> int:
     updates = plan_updates(args)
     settings = client_settings(args)
     dry_run: bool = args.dry_run
+    wait_s: float | None = getattr(args, "wait_converged", None)
+    if wait_s is not None and dry_run:
+        raise FeatureCommandError("--wait-converged cannot be used with --dry-run: nothing is committed.")
+    convergence: Convergence | None = None
     with open_client(settings) as client:
         try:
             results = client.update_features(updates, validate_only=dry_run,
@@ -445,17 +457,23 @@ def _update(args: argparse.Namespace) -> int:
             mismatch = isinstance(exc, MismatchedEndpointTypeError)
             error = Errors.MISMATCHED_ENDPOINT_TYPE if mismatch else _TIMEOUT
             results = {name: UpdateResult(error, str(exc)) for name in updates}
-    lines, failures = result_lines(args.op, updates, results, dry_run)
+        lines, failures = result_lines(args.op, updates, results, dry_run)
+        if wait_s is not None and not failures:
+            convergence = _converge(client, {n: u.max_version_level for n, u in updates.items()}, wait_s)
     if args.output == "json":
         print_json([{"feature": name, "level": updates[name].max_version_level,
                      "upgrade_type": updates[name].upgrade_type.name, "dry_run": dry_run,
                      "error": None if results[name].ok else results[name].error.name,
                      "message": results[name].message if results[name].ok else results[name].describe(),
                      "config_audit": results[name].config_audit}
+                    | ({} if convergence is None else {"convergence": convergence.as_json()})
                     for name in sorted(results)])
     else:
         for line in lines:
             print(line)
+        if convergence is not None and convergence.ok:
+            print(f"All {len(convergence.converged)} node(s) report the new level(s) "
+                  f"after {convergence.seconds:.2f} s.")
         # the audit's lines only when it found something: a clean dry run keeps Kafka's transcript
         audit = next((r.config_audit for r in results.values() if r.config_audit), None)
         if dry_run and audit is not None and (audit["violations"] or audit["unknownBrokers"]):
@@ -463,10 +481,25 @@ def _update(args: argparse.Namespace) -> int:
                 print(line)
     if failures:
         raise _UpdateFailed(f"{failures} out of {len(updates)} operation(s) failed.")
+    if convergence is not None and not convergence.ok:
+        raise FeatureCommandError(convergence.error_line())
     return 0
 
 
 _TIMEOUT = Errors.REQUEST_TIMED_OUT
+DEFAULT_CONVERGE_S = 60.0
+
+
+def _converge(client: AdminClient, levels: dict[str, int], timeout_s: float) -> Convergence:
+    wanted = ", ".join(f"{k}={v}" for k, v in sorted(levels.items()))
+    with status(f"Waiting for every node to report {wanted}", sys.stderr.isatty()) as show:
+        def progress(done: int, total: int, waited: float) -> None:
+            show(f"Waiting for every node to report {wanted}: {done}/{total} converged ({waited:.1f} s)")
+
+        try:
+            return wait_converged(client, levels, timeout_s, progress=progress)
+        except AdminClientError as exc:
+            raise FeatureCommandError(f"Could not list the nodes to wait for: {exc}") from None
 
 
 def audit_lines(audit: Mapping[str, Any]) -> list[str]:
