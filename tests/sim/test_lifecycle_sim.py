@@ -297,7 +297,9 @@ def test_convergence_check_fails_after_the_bound() -> None:
     [
         (Sabotage.IGNORE_FEATURE_RECORD, LEVELS_INVARIANT, {"mix": Mix.RANDOM}),
         (Sabotage.DRY_RUN_APPENDS, DRY_RUN_INVARIANT, {"mix": Mix.DOWNGRADE, "seed": 1}),
-        (Sabotage.FROZEN_NODE, CONVERGENCE_INVARIANT, {"mix": Mix.RANDOM}),
+        # a frozen node shows only when a level changes after the heal: seed 0 no longer has one
+        # since controllers answer writes after their own replay (a few virtual ms later)
+        (Sabotage.FROZEN_NODE, CONVERGENCE_INVARIANT, {"mix": Mix.RANDOM, "seed": 1}),
         (Sabotage.STALLED_BROKER, STALL_INVARIANT, {"mix": Mix.FAILOVER}),
         (
             Sabotage.UNCHECKED_UPGRADE,
