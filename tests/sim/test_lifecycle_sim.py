@@ -36,6 +36,7 @@ from kraftwerk.sim.lifecycle_types import (
     Sabotage,
     UpdateOutcome,
 )
+from tests.sim.seeds import seeds
 
 MV = "metadata.version"
 UPGRADE, SAFE, UNSAFE = 1, 2, 3
@@ -64,8 +65,17 @@ def _quiet() -> Iterator[None]:
     logging.disable(logging.NOTSET)
 
 
-# (voters, brokers, first seed, seeds): 130 seeds in all, the four mixes rotating by seed
-SEED_MIXES = [(3, 2, 0, 80), (1, 1, 1000, 20), (5, 3, 2000, 30)]
+# (voters, brokers, first seed, seeds): 440 seeds in all by default (see tests/sim/seeds.py for
+# the nightly profile), the four mixes rotating by seed; 1 + 1 is the cheap bulk (~30 seeds/s)
+SEED_MIXES = [(3, 2, 0, seeds(80)), (1, 1, 1000, seeds(330)), (5, 3, 2000, seeds(30))]
+
+
+#: Seeds that find a bug not fixed yet: played by ``test_open_findings`` (strict xfail: it fails
+#: once they pass, so they move back into the mixes), skipped by the mixes meanwhile.
+#: 1131 and 1206 (1 controller + 1 broker): after an unsafe downgrade to 3.6-IV2 and a second
+#: same-level FeatureLevelRecord, the controller asks for a snapshot its image cannot be written
+#: at without "controller registration data" being lost.
+OPEN_FINDINGS = {1131: (1, 1), 1206: (1, 1)}
 
 
 @pytest.mark.parametrize(("voters", "brokers", "start", "count"), SEED_MIXES)
@@ -73,6 +83,8 @@ def test_seeded_mixes_find_no_violation(voters: int, brokers: int, start: int, c
     failures = []
     totals: dict[str, int] = {}
     for seed in range(start, start + count):
+        if OPEN_FINDINGS.get(seed) == (voters, brokers):
+            continue
         result = run_seed(seed, mix=ALL_MIXES[seed % 4], voters=voters, brokers=brokers)
         if not result.ok:
             failures.append(result.report())
@@ -87,6 +99,14 @@ def test_seeded_mixes_find_no_violation(voters: int, brokers: int, start: int, c
     if voters > 1:
         assert totals["lossy_rewrites"] > 0 and totals["fail_stops"] > 0 and totals["rolls"] > 0
         assert totals["refused_brokers_rolled"] > 0  # old-software brokers refused, then rolled
+
+
+@pytest.mark.xfail(strict=True, reason="open findings of the seeded mixes (see OPEN_FINDINGS)")
+@pytest.mark.parametrize("seed", sorted(OPEN_FINDINGS))
+def test_open_findings(seed: int) -> None:
+    voters, brokers = OPEN_FINDINGS[seed]
+    result = run_seed(seed, mix=ALL_MIXES[seed % 4], voters=voters, brokers=brokers)
+    assert result.ok, result.report()
 
 
 def test_same_seed_same_history() -> None:

@@ -46,6 +46,8 @@ class ClusterControlManager:
         against each other; the image alone is the committed state."""
         self._fencing: set[int] = set()
         self._self_registration_sent_offset = -2
+        self._own_ranges_for: object = None
+        self._own_ranges_cache: dict[str, SupportedRange] = {}
         self.reported_static_configs: dict[int, tuple[tuple[str, str | None], ...]] = {}
         """Broker id → the StaticConfigs of its last registration (KIP-1294), kept in memory while
         the metadata.version is too low to persist them; written at the upgrade that allows it."""
@@ -347,8 +349,17 @@ class ClusterControlManager:
         if current is None or current.incarnation_id != self._c.incarnation_id:
             return True
         # New software (a rolling upgrade) changes the supported ranges: register them again.
-        wanted = self.controller_registration_body()["features"]
-        return dict(current.supported_features) != {f["name"]: _srange(f) for f in wanted}
+        return dict(current.supported_features) != self._own_ranges()
+
+    def _own_ranges(self) -> dict[str, SupportedRange]:
+        """This controller's supported ranges as a registration records them; asked at every timer
+        tick of a standby, so computed once per software (the simulator's hottest controller path)."""
+        software = self._c.software
+        if self._own_ranges_for is not software:
+            wanted = self.controller_registration_body()["features"]
+            self._own_ranges_cache = {f["name"]: _srange(f) for f in wanted}
+            self._own_ranges_for = software
+        return self._own_ranges_cache
 
     def unregister_broker(self, request: Request) -> AppendThenRespond:
         body = cast(UnregisterBrokerRequest, request.body)
