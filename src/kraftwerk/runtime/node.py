@@ -394,7 +394,10 @@ class Node:
         assert raft is not None
 
         async def wait() -> None:
-            done(raft.node.epoch == epoch and await raft.wait_committed(offset, APPEND_COMMIT_TIMEOUT_S))
+            ok = raft.node.epoch == epoch and await raft.wait_committed(offset, APPEND_COMMIT_TIMEOUT_S)
+            if ok:
+                raft.deliver_committed_now()  # the reply waits for this controller's own replay
+            done(ok)
 
         self._spawn(wait(), "wait-committed")
 

@@ -211,6 +211,18 @@ class RaftHost:
         except TimeoutError:
             return False
 
+    def deliver_committed_now(self) -> None:
+        """Flush this node's log ahead of the append linger, then hand out what is committed.
+
+        The high watermark can pass the leader's own unflushed end (two followers have the batch
+        durably), but raft hands a batch to the state machine only once it is durable here too. A
+        reply waiting for its write to reach this controller's state (read-your-writes) would wait
+        out the linger; an fsync now costs less, and flushing early is always safe."""
+        log = self.node.log
+        if log.flushed_offset < log.end_offset:
+            log.flush()
+        self._after_event()
+
     def create_snapshot(self, end_offset: int, records: Sequence[bytes]) -> SnapshotId:
         """Store the state machine's snapshot below ``end_offset`` (and clean the log behind it)."""
         snapshot_id = self.node.create_snapshot(end_offset, list(records), self.clock())
