@@ -138,9 +138,9 @@ class NodeHost:
         self._voter_set: VoterSet | None = None
         self.ready = False
         self.failed = False
+        """A fatal fault stopped the cores: nothing more is applied."""
         self._held: list[tuple[int, Callable[[], None]]] = []
         """Committed replies waiting for this controller's own replay to reach their offset."""
-        """A fatal fault stopped the cores: nothing more is applied."""
 
     @property
     def cores(self) -> tuple[QuorumController | BrokerNode, ...]:
@@ -403,9 +403,10 @@ class NodeHost:
     def _after_replay(self, offset: int, answer: Callable[[], None]) -> None:
         """Answer once this controller has replayed ``offset``, not merely once it committed: the
         high watermark can pass the leader's own unflushed end (two followers have it durably),
-        and raft hands the leader its batch only after its own flush. Answering at the commit
-        alone let a DescribeFeatures (ApiVersions) to the same controller, sent right after the
-        response, still show the old level."""
+        and raft hands the leader its batch only after its own flush (the runtime flushes early
+        then, ``RaftHost.deliver_committed_now``). Answering at the commit alone let a
+        DescribeFeatures (ApiVersions) to the same controller, sent right after the response,
+        still show the old level."""
         controller = self.controller
         if controller is None or controller.last_committed_offset >= offset:
             answer()
