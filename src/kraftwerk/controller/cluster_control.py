@@ -209,10 +209,17 @@ class ClusterControlManager:
                 "[QuorumController id=%d] Unable to register broker %d: %s", self._c.node_id, broker_id, err
             )
             raise err
+        amending = existing is not None and existing.incarnation_id == incarnation
+        if body.get("staticConfigs") and not amending:
+            static = {c["name"]: v for c in body["staticConfigs"] if (v := c.get("value")) is not None}
+            err = self._c.configs.registration_error(broker_id, static)
+            if err is not None:
+                log.warning("[QuorumController id=%d] Unable to register broker %d: %s",
+                            self._c.node_id, broker_id, err.text)
+                raise err
         if body.get("staticConfigs"):  # even an unchanged, amending registration refreshes them
             self.reported_static_configs[broker_id] = tuple(
                 (c["name"], c.get("value")) for c in body["staticConfigs"])
-        amending = existing is not None and existing.incarnation_id == incarnation
         prior = existing if amending else None
         if prior is not None:
             epoch = prior.epoch  # a retried registration keeps its epoch (Kafka's amending path)

@@ -210,7 +210,8 @@ class FeatureControlManager:
         if level == current:
             return None
         audit = audit_metadata_version_change(
-            self._c.image, current, level, reported=self._c.cluster.reported_static_configs, skip=skip)
+            self._c.configs.pending_image(), current, level, reported=self._c.cluster.reported_static_configs,
+            skip=skip, pending=self._c.cluster.inflight_brokers)
         if skip and (audit.findings or audit.unknown_brokers):
             log.warning("[QuorumController id=%d] Skipping the config audit (--skip-config-audit): %s",
                         self._c.node_id, audit.message())

@@ -217,6 +217,7 @@ class QuorumController:
             record = as_record(r)
             self.cluster.on_committed(record)
             self.features.on_committed(record)
+            self.configs.on_committed(record)
         return effects
 
     def load_snapshot(
@@ -239,6 +240,7 @@ class QuorumController:
         was_active = self._active
         self._active = leader_id == self.node_id
         self.features.on_leader_change()
+        self.configs.on_leader_change()
         if not self._active:
             if was_active:
                 log.info("[QuorumController id=%d] Renouncing leadership at epoch %d", self.node_id, epoch)
