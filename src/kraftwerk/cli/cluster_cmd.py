@@ -148,8 +148,8 @@ def _up(args: argparse.Namespace) -> int:
         for node_id, version in args.node_software_version:
             cluster.node(node_id).software_version = None if version == "latest" else version
         apply_configs(cluster, cluster.nodes, dict(args.config))
+        format_cluster(cluster, args.release_version)  # refuses bad server.properties before writing
         root.mkdir(parents=True, exist_ok=True)
-        format_cluster(cluster, args.release_version)
         cluster.save()
         restarted = False
     fenced = cluster.start_all(args.timeout)

@@ -419,10 +419,30 @@ def format_cluster(cluster: LocalCluster, release_version: str | None, *,
                    scram: Sequence[MetadataRecord] = ()) -> None:
     """Format every node's directory as ``kraftwerk storage format`` does: controllers of a dynamic
     quorum with ``--initial-controllers`` (every controller, a fresh directory id each); ``scram``
-    are ``--add-scram``'s credential records."""
-    from kraftwerk.storage.format import InitialController, format_node, random_uuid
+    are ``--add-scram``'s credential records. Every node's ``server.properties`` is checked against
+    the release's config rules (KIP-1294) first: one that breaks them refuses the whole cluster with
+    nothing written."""
+    from kraftwerk.storage.format import (
+        FormatError,
+        InitialController,
+        check_static_configs,
+        format_node,
+        random_uuid,
+    )
     from kraftwerk.versions.software import SoftwareVersion
 
+    def software(node: LocalNode) -> SoftwareVersion | None:
+        # the node's own release bounds --release-version (4.4-IV1 needs software 4.4)
+        return SoftwareVersion.for_release(node.software_version) if node.software_version else None
+
+    refused = []
+    for node in cluster.nodes:
+        try:
+            check_static_configs(release_version, cluster.properties(node), software(node))
+        except FormatError as exc:
+            refused.append(f"node {node.node_id}: {exc}".replace("\n", f"\nnode {node.node_id}: "))
+    if refused:
+        raise FormatError("\n".join(refused))
     initial = None if cluster.static_quorum else tuple(
         InitialController(n.node_id, HOST, n.port, random_uuid()) for n in cluster.controllers)
     for node in cluster.nodes:
@@ -431,10 +451,7 @@ def format_cluster(cluster: LocalCluster, release_version: str | None, *,
         format_node(cluster_id=cluster.cluster_id, node_id=node.node_id, log_dirs=[data],
                     metadata_log_dir=data, release_version=release_version,
                     initial_controllers=initial if node.is_controller else None,
-                    controller_listener_name=CONTROLLER_LISTENER, scram=scram,
-                    # the node's own release bounds --release-version (4.4-IV1 needs software 4.4)
-                    software=SoftwareVersion.for_release(node.software_version) if node.software_version
-                    else None)
+                    controller_listener_name=CONTROLLER_LISTENER, scram=scram, software=software(node))
 
 
 def add_controller_node(cluster: LocalCluster, software_version: str | None = None) -> LocalNode:
