@@ -41,7 +41,12 @@ from kraftwerk.controller.effects import (
     MetadataVersionChanged,
     Respond,
 )
-from kraftwerk.controller.responses import describe_cluster_brokers, pick_listener
+from kraftwerk.controller.responses import (
+    BROKER_ENDPOINT,
+    describe_cluster_brokers,
+    describe_cluster_endpoint_error,
+    pick_listener,
+)
 from kraftwerk.controller.scram_control import describe_scram
 from kraftwerk.image.errors import FatalFaultError
 from kraftwerk.image.model import ConfigResource, Endpoint, MetadataImage
@@ -646,26 +651,15 @@ class BrokerNode:
     def describe_cluster_body(
         self, version: int, body: Mapping[str, Any], listener_name: str | None = None
     ) -> Body:
-        endpoint_type = body.get("endpointType", 1) if version >= 1 else 1
-        if endpoint_type != 1:
-            return {
-                "throttleTimeMs": 0,
-                "errorCode": Errors.MISMATCHED_ENDPOINT_TYPE.code,
-                "errorMessage": "The request was sent to an endpoint of type BROKER, but we wanted an "
-                "endpoint of type CONTROLLER",
-                "endpointType": endpoint_type,
-                "clusterId": self.cluster_id,
-                "controllerId": -1,
-                "brokers": [],
-                "clusterAuthorizedOperations": -2147483648,
-            }
+        refused = describe_cluster_endpoint_error(version, body, BROKER_ENDPOINT)
+        if refused is not None:
+            return refused
         name = listener_name or (self.listeners[0].name if self.listeners else None)
         return describe_cluster_brokers(
             self.image,
             self.cluster_id,
             self._client_controller_id(),
             bool(body.get("includeFencedBrokers", False)),
-            1,
             name,
         )
 
