@@ -60,6 +60,9 @@ def test_the_upgrade_is_refused_until_an_override_fixes_the_broker(cluster: Loca
     assert code == 1 and expected in out and "Config audit for metadata.version 4.4-IV1" in out
     code, out, _ = cli("features", "--bootstrap-server", server, "upgrade", "--metadata", str(IV1))
     assert code == 1 and expected in out and "INVALID_UPDATE_VERSION" not in out
+    announced = "Upgrading metadata.version from 4.3-IV0 to 4.4-IV1."
+    assert "The config audit for metadata.version 4.4-IV1 refused the change" in _controller_logs(cluster)
+    assert announced not in _controller_logs(cluster)  # said only once the audit passes
 
     code, _, err = cli("configs", "--bootstrap-server", server, "--alter", "--broker-defaults",
                        "--add-config", "log.segment.bytes=4194304")
@@ -68,6 +71,11 @@ def test_the_upgrade_is_refused_until_an_override_fixes_the_broker(cluster: Loca
     assert code == 0, out + err
     assert sorted(wait_finalized(cluster, {"metadata.version": IV1.feature_level})) == [
         n.node_id for n in cluster.nodes]
+    assert announced in _controller_logs(cluster)
+
+
+def _controller_logs(cluster: LocalCluster) -> str:
+    return "".join(n.log_path(cluster.root).read_text() for n in cluster.controllers)
 
 
 def test_format_refuses_each_node_s_1_mib_segments_at_4_4(cluster: LocalCluster, tmp_path: Path) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kraftwerk.config import ConfigResourceType
 from kraftwerk.controller import QuorumController
 from kraftwerk.controller.effects import AppendThenRespond
@@ -49,7 +51,9 @@ def _set_cluster_default(log: Log, ctl: QuorumController, name: str, value: str)
     assert call(log, ctl, 44, 1, body)["responses"][0]["errorCode"] == 0
 
 
-def test_static_configs_wait_in_memory_then_the_audit_refuses_until_an_override_fixes_them() -> None:
+def test_static_configs_wait_in_memory_then_the_audit_refuses_until_an_override_fixes_them(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     log, ctl = _cluster()
     # 4.3-IV0 cannot persist them (RegisterBrokerRecord v4): kept in memory, never a password
     assert ctl.image.cluster.brokers[2].static_configs == ()
@@ -62,9 +66,12 @@ def test_static_configs_wait_in_memory_then_the_audit_refuses_until_an_override_
         assert "broker 2 log.segment.bytes=2097152 from STATIC_BROKER_CONFIG" in r["errorMessage"]
         assert "4.4-IV1" in r["errorMessage"]
     assert ctl.image.metadata_version is MV("4.3-IV0")
+    # the controller does not announce an upgrade the audit refuses (it did, then refused it)
+    assert not [m for m in caplog.messages if "Upgrading metadata.version" in m]
 
     _set_cluster_default(log, ctl, "log.segment.bytes", "4194304")
     assert _update(log, ctl, IV1)["errorCode"] == 0
+    assert "[QuorumController id=1] Upgrading metadata.version from 4.3-IV0 to 4.4-IV1." in caplog.messages
     assert ctl.image.metadata_version is IBP_4_4_IV1
     # written at the upgrade: a controller failing over now reads them from the log
     assert dict(ctl.image.cluster.brokers[2].static_configs)["log.segment.bytes"] == "2097152"

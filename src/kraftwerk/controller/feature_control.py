@@ -142,6 +142,8 @@ class FeatureControlManager:
                 + audit.message())
         else:
             response = update_features_response(version, outcome)
+            for text in outcome.announcements:  # only now that the audit passed too
+                log.warning("[QuorumController id=%d] %s", self._c.node_id, text)
         if audit is not None and version >= 3:
             response["configAudit"] = json.dumps(audit.to_json())
         if audit is not None and audit.refused:
@@ -196,6 +198,8 @@ class FeatureControlManager:
                         "refused (retrying in %d ms): %s", node, current, target, settings.interval_ms,
                         outcome.message)
             return []
+        for text in outcome.announcements:
+            log.warning("[QuorumController id=%d] %s", node, text)
         log.info("[QuorumController id=%d] Automatically upgrading metadata.version from %s to %s "
                  "(%s=true).", node, current, target, AUTO_UPGRADE)
         self.inflight_levels[FEATURE_NAME] = target.feature_level
