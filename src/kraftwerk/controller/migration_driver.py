@@ -22,10 +22,15 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from kraftwerk.controller.errors import ApiError
 from kraftwerk.image.model import MetadataImage, ZkMigrationState
+from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.versions.metadata_version import MetadataVersion
 
 log = logging.getLogger(__name__)
+
+MIGRATION_ENABLE_CONFIG = "zookeeper.metadata.migration.enable"
+MIGRATION_MAX_LAG_CONFIG = "zookeeper.metadata.migration.max.lag.ms"
 
 
 class MigrationDriverState(enum.Enum):
@@ -167,8 +172,11 @@ class MigrationDriver:
         self._in_flight: Action | None = None
         self._retry_at_ms = 0
         self._failures = 0
+        self._behind = False
+        """Committed metadata is waiting for ZooKeeper."""
         self._behind_since_ms: int | None = None
-        """Append time of the oldest committed batch not yet in ZooKeeper (None: caught up)."""
+        """Since when: the append time of the oldest such batch (None until known: a batch without an
+        append time starts the clock at the next poll)."""
         self._blocked_since_ms: int | None = None
         self._blocked_total_ms = 0
         self.last_error: str | None = None
@@ -209,16 +217,17 @@ class MigrationDriver:
                                       kraft_controller_epoch=epoch)
             self.transition_to(S.INACTIVE)
             self._zk_image = None
-            self._behind_since_ms = None
+            self._behind, self._behind_since_ms = False, None
             self._end_blocking(None)
 
     def publish(self, image: MetadataImage, offset: int, epoch: int, append_time_ms: int) -> None:
         """A committed batch was replayed (``offset`` its last offset); ``append_time_ms`` starts the
         lag clock when ZooKeeper does not hold it yet."""
         self._published = _Published(image, offset, epoch)
-        if self.state in DUAL_WRITE_STATES and self._behind_since_ms is None \
-                and offset > self.leadership.kraft_metadata_offset:
-            self._behind_since_ms = append_time_ms
+        newer = offset > self.leadership.kraft_metadata_offset
+        if self.state in DUAL_WRITE_STATES and not self._behind and newer:
+            self._behind = True
+            self._behind_since_ms = append_time_ms if append_time_ms >= 0 else None
 
     # ------------------------------------------------------------------ outcomes of actions
 
@@ -283,7 +292,7 @@ class MigrationDriver:
         self.last_error = None
         published = self._published
         if published is None or published.offset <= action.offset:
-            self._behind_since_ms = None
+            self._behind, self._behind_since_ms = False, None
         if self.state is S.SYNC_KRAFT_TO_ZK:
             self.transition_to(S.KRAFT_CONTROLLER_TO_BROKER_COMM)
             # Kafka sends full UpdateMetadata/LeaderAndIsr to the ZooKeeper brokers here; kraftwerk's
@@ -406,6 +415,8 @@ class MigrationDriver:
         return self._blocked_total_ms + max(0, current)
 
     def _update_blocking(self, now_ms: int) -> None:
+        if self._behind and self._behind_since_ms is None:
+            self._behind_since_ms = now_ms
         over = self.state in DUAL_WRITE_STATES and self.zk_lag_ms(now_ms) > self.max_lag_ms
         if over and self._blocked_since_ms is None:
             self._blocked_since_ms = now_ms
@@ -438,3 +449,20 @@ def controllers_not_ready(image: MetadataImage, voters: Iterable[int]) -> str | 
         elif not registration.zk_migration_ready:
             reasons.append(f"Controller {node_id} has not enabled zookeeper.metadata.migration.enable")
     return ", ".join(reasons) or None
+
+
+def migration_write_refusal(image: MetadataImage, driver: MigrationDriver, now_ms: int) -> ApiError | None:
+    """Why a client's metadata write is refused now, or None.
+
+    PRE_MIGRATION: NOT_CONTROLLER, as Kafka 3.9 ("no metadata updates will be allowed until the ZK
+    metadata has been migrated"). Past the lag bound: REQUEST_TIMED_OUT, retriable on every admin API,
+    what Kafka's controller answers when a write cannot be done in time (see docs/compatibility.md).
+    """
+    if image.features.zk_migration_state is ZkMigrationState.PRE_MIGRATION:
+        return ApiError(Errors.NOT_CONTROLLER, "The controller is in pre-migration mode.")
+    if driver.writes_blocked(now_ms):
+        return ApiError(Errors.REQUEST_TIMED_OUT,
+                        f"ZooKeeper is {driver.zk_lag_ms(now_ms)} ms behind the metadata log, more than "
+                        f"{MIGRATION_MAX_LAG_CONFIG}={driver.max_lag_ms}; metadata writes resume once it "
+                        "catches up.")
+    return None
