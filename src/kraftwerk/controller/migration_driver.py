@@ -223,6 +223,8 @@ class MigrationDriver:
     def publish(self, image: MetadataImage, offset: int, epoch: int, append_time_ms: int) -> None:
         """A committed batch was replayed (``offset`` its last offset); ``append_time_ms`` starts the
         lag clock when ZooKeeper does not hold it yet."""
+        if image.metadata_version is None:
+            return  # an empty log's image (before the bootstrap records commit) says nothing yet
         self._published = _Published(image, offset, epoch)
         newer = offset > self.leadership.kraft_metadata_offset
         if self.state in DUAL_WRITE_STATES and not self._behind and newer:
@@ -304,6 +306,7 @@ class MigrationDriver:
         ``fenced``: another controller moved ``/controller_epoch``; we must claim again."""
         self._done(type(action))
         self.last_error = reason
+        self._zk_image = None  # what ZooKeeper holds is unknown now: the retry reconciles in full
         log.info("[KRaftMigrationDriver id=%d] Encountered ZooKeeper error during %s: %s. Will retry.",
                  self.node_id, type(action).__name__, reason)
         if fenced and self.state in (S.SYNC_KRAFT_TO_ZK, *DUAL_WRITE_STATES):

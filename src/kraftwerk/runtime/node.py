@@ -55,6 +55,7 @@ from kraftwerk.runtime.config import ServerConfig
 from kraftwerk.runtime.data_plane import DATA_API_KEYS, DataPlane
 from kraftwerk.runtime.errors import NetworkError, NodeError
 from kraftwerk.runtime.forwarding import ForwardingError, envelope_body, unwrap_response
+from kraftwerk.runtime.migration_io import MigrationRunner, ZkMigrationClient
 from kraftwerk.runtime.raft_host import RaftHost, wall_clock_ms
 from kraftwerk.runtime.raft_log_files import open_metadata_log
 from kraftwerk.runtime.security import ListenerSecurity, scram_lookup_from
@@ -72,6 +73,8 @@ APPEND_COMMIT_TIMEOUT_S = 10.0
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 5.0
 CONTROLLER_REGISTRATION_RETRY_MS = 1000
 CLUSTER_ID_PROBE_INTERVAL_MS = 30_000
+ZK_MIGRATION_TIMEOUT_S = 5.0
+"""How long a migrating controller waits to connect to ZooKeeper before an action fails (and retries)."""
 
 
 def check_formatted(config: ServerConfig) -> str:
@@ -182,6 +185,11 @@ class Node:
                      server.port, endpoint.listener)
         self.raft.start()
         self._spawn(self._controller_loop(), "controller-loop")
+        driver = self.controller.migration if self.controller is not None else None
+        if driver is not None:
+            zk = ZkMigrationClient(config.raw.get("zookeeper.connect", ""), node_id=config.node_id,
+                                   cluster_id=self.cluster_id, timeout_s=ZK_MIGRATION_TIMEOUT_S)
+            self._spawn(MigrationRunner(driver, zk, self.host, self.raft).run(), "migration-driver")
         if self.broker is not None:
             self._spawn(self._broker_loop(), "broker-lifecycle")
         if self.data_plane is not None:
