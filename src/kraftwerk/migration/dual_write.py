@@ -51,9 +51,25 @@ STRUCTURAL = (TOPICS, TOPIC_CONFIGS, BROKER_CONFIGS, LITERAL_ACLS, "/kafka-acl-e
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 
+
+def _with_ancestors(paths: Iterable[str]) -> frozenset[str]:
+    out = set()
+    for path in paths:
+        while path:
+            out.add(path)
+            path = path.rsplit("/", 1)[0]
+    return frozenset(out)
+
+
+
 _RESOURCE_NAMES = {code: name for name, code in ACL_RESOURCE_TYPES.items()}
 _OPERATION_NAMES = {code: name for name, code in ACL_OPERATIONS.items()}
 _PERMISSION_NAMES = {code: name for name, code in ACL_PERMISSIONS.items()}
+
+_DELTA_KNOWN = _with_ancestors([*STRUCTURAL, *(f"{LITERAL_ACLS}/{t}" for t in _RESOURCE_NAMES.values()),
+                                 *(f"{PREFIXED_ACLS}/{t}" for t in _RESOURCE_NAMES.values())])
+"""What a delta takes to exist (a 3.x broker's startup creates them; a missing one fails the write,
+and the retry reconciles in full, which creates it)."""
 
 View = Mapping[str, bytes | None]
 """Managed znode path → data (None: a znode created with null data)."""
@@ -218,10 +234,12 @@ def _same(a: bytes | None, b: bytes | None) -> bool:
         return False
 
 
-def plan(before: View, after: View, *, scope: Iterable[str] | None = None) -> list[ZnodeOp]:
+def plan(before: View, after: View, *, scope: Iterable[str] | None = None,
+         known: frozenset[str] = frozenset()) -> list[ZnodeOp]:
     """The writes that take ZooKeeper from ``before`` to ``after``: creates (parents first), sets,
     deletes (children first), then one change notification per config entity touched. ``scope``
-    limits deletions to these subtrees (a delta renders only changed topics)."""
+    limits deletions to these subtrees and ``known`` are parents taken to exist (a delta renders
+    only what changed)."""
     roots = None if scope is None else tuple(scope)
 
     def in_scope(path: str) -> bool:
@@ -230,7 +248,7 @@ def plan(before: View, after: View, *, scope: Iterable[str] | None = None) -> li
     wanted = dict(after)
     for path in list(wanted):
         parent = path.rsplit("/", 1)[0]
-        while parent and parent not in wanted and parent not in before:
+        while parent and parent not in wanted and parent not in before and parent not in known:
             wanted[parent] = None
             parent = parent.rsplit("/", 1)[0]
     creates = [ZnodeOp("create", p, wanted[p]) for p in sorted(wanted) if p not in before]
@@ -257,7 +275,7 @@ def delta_plan(previous: MetadataImage, image: MetadataImage, controller_epoch: 
     after = image_view(image, controller_epoch, topics=changed)
     scope = [f"{TOPICS}/{t.name}" for t in (*changed, *gone)]
     scope += [TOPIC_CONFIGS, BROKER_CONFIGS, LITERAL_ACLS, PREFIXED_ACLS]
-    return plan(before, after, scope=scope)
+    return plan(before, after, scope=scope, known=_DELTA_KNOWN)
 
 
 def full_plan(zookeeper: View, image: MetadataImage, controller_epoch: int) -> list[ZnodeOp]:

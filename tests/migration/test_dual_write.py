@@ -1,0 +1,127 @@
+"""The dual write's znodes: what KRaft writes, the migration reads back as the same metadata; and the
+plan of writes between two views (order, what is never deleted, notifications)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import uuid
+
+from kraftwerk.image.model import MetadataImage
+from kraftwerk.migration.dual_write import ZnodeOp, delta_plan, full_plan, image_view, plan, zookeeper_view
+from kraftwerk.migration.state import parse_cluster
+from kraftwerk.migration.translate import translate
+from kraftwerk.migration.tree import ZkTree, Znode, ZnodeStat
+from kraftwerk.protocol.frame import MetadataRecord
+from kraftwerk.versions.metadata_version import MetadataVersion
+from tests.image.helpers import replay
+from tests.migration.layout import sample_layout
+
+MV = MetadataVersion.IBP_3_9_IV0
+
+
+def image_of(tree: ZkTree) -> MetadataImage:
+    translation = translate(parse_cluster(tree), MV)
+    return replay(MetadataRecord(r.spec, r.version, r.value) for r in translation.snapshot_records())
+
+
+def applied(ops: list[ZnodeOp], base: ZkTree) -> ZkTree:
+    """``base`` after ``ops``, as ZooKeeper would apply them (a create needs its parent, a delete an
+    empty znode)."""
+    nodes = {z.path: z.data for z in base}
+    for n, op in enumerate(ops):
+        parent = op.path.rsplit("/", 1)[0]
+        if op.kind == "create":
+            assert op.path not in nodes and (not parent or parent in nodes), op
+            nodes[op.path] = op.data
+        elif op.kind == "set":
+            assert op.path in nodes, op
+            nodes[op.path] = op.data
+        elif op.kind == "delete":
+            assert not [p for p in nodes if p.startswith(op.path + "/")], op
+            del nodes[op.path]
+        else:
+            nodes[f"{op.path}{n:010d}"] = op.data
+    return ZkTree([Znode(p, d, ZnodeStat()) for p, d in nodes.items()])
+
+
+def comparable(image: MetadataImage) -> tuple[object, ...]:
+    topics = {t.name: (t.id, {p: (r.replicas, r.isr, r.leader, r.leader_epoch, r.leader_recovery_state)
+                              for p, r in t.partitions.items()}) for t in image.topics.by_id.values()}
+    configs = {k: dict(v) for k, v in image.configs.items() if k.type in (2, 4)}
+    acls = sorted(map(repr, image.acls.values()))
+    return topics, configs, acls, image.producer_ids_next
+
+
+def test_what_kraft_writes_the_migration_reads_back() -> None:
+    layout, _ = sample_layout()
+    zk = layout.tree()
+    image = image_of(zk)
+    view = image_view(image, controller_epoch=9)
+    again = image_of(applied(full_plan(zookeeper_view(zk), image, controller_epoch=9), zk))
+    assert comparable(again)[:3] == comparable(image)[:3]
+    # the producer id block restarts at KRaft's next id: a rollback never reuses an id
+    assert again.producer_ids_next >= image.producer_ids_next
+    assert json.loads(view["/brokers/topics/orders/partitions/0/state"] or b"")["controller_epoch"] == 9
+
+
+def test_full_sync_of_an_unchanged_tree_writes_only_what_kraft_spells_differently() -> None:
+    """Partition states take the new controller epoch, the producer id block KRaft's form, and a topic
+    without a config znode gets one (Kafka creates one per topic); nothing else moves."""
+    layout, _ = sample_layout()
+    zk = layout.tree()
+    ops = full_plan(zookeeper_view(zk), image_of(zk), controller_epoch=9)
+    sets = {op.path for op in ops if op.kind == "set"}
+    assert sets == {"/latest_producer_id_block"} | {p for p in zookeeper_view(zk) if p.endswith("/state")}
+    assert [(op.kind, op.path) for op in ops if op.kind != "set"] == [
+        ("create", "/config/topics/payments"), ("notify", "/config/changes/config_change_")]
+
+
+def test_a_topic_deleted_in_kraft_is_deleted_children_first_and_parents_are_never_deleted() -> None:
+    layout, _ = sample_layout()
+    zk = layout.tree()
+    image = image_of(zk)
+    audit = image.topics.by_name["audit"]
+    topics = dataclasses.replace(image.topics, by_id=image.topics.by_id.delete(audit.id),
+                                 by_name=image.topics.by_name.delete("audit"))
+    gone = dataclasses.replace(image, topics=topics,
+        configs=image.configs.delete(next(k for k in image.configs if k.name == "audit")))
+    ops = delta_plan(image, gone, controller_epoch=9)
+    deletes = [op.path for op in ops if op.kind == "delete"]
+    assert deletes == ["/config/topics/audit", "/brokers/topics/audit/partitions/1/state",
+                       "/brokers/topics/audit/partitions/1", "/brokers/topics/audit/partitions/0/state",
+                       "/brokers/topics/audit/partitions/0", "/brokers/topics/audit/partitions",
+                       "/brokers/topics/audit"]
+    assert ZnodeOp("notify", "/config/changes/config_change_",
+                   b'{"version":2,"entity_path":"topics/audit"}') in ops
+    full = full_plan(zookeeper_view(zk), gone, controller_epoch=9)
+    assert set(deletes) <= {op.path for op in full if op.kind == "delete"}
+    assert "audit" not in parse_cluster(applied(full, zk)).topics
+    parents = {"/brokers/topics", "/config/topics", "/kafka-acl", "/kafka-acl/Topic"}
+    assert not {op.path for op in full if op.kind == "delete"} & parents
+
+
+def test_a_new_topic_is_created_parents_first_with_its_config_and_no_other_topic_is_touched() -> None:
+    layout, _ = sample_layout()
+    image = image_of(layout.tree())
+    orders = image.topics.by_name["orders"]
+    new = dataclasses.replace(orders, name="fresh", id=uuid.UUID(int=7))
+    topics = dataclasses.replace(image.topics, by_id=image.topics.by_id.set(new.id, new),
+                                 by_name=image.topics.by_name.set("fresh", new))
+    grown = dataclasses.replace(image, topics=topics)
+    ops = delta_plan(image, grown, controller_epoch=9)
+    paths = [op.path for op in ops if op.kind == "create"]
+    assert paths[0] == "/brokers/topics/fresh" and "/config/topics/fresh" in paths
+    assert paths.index("/brokers/topics/fresh/partitions") < paths.index("/brokers/topics/fresh/partitions/0")
+    assert all("orders" not in op.path for op in ops)
+    assert [op.kind for op in ops].count("set") == 0
+
+
+def test_plan_creates_missing_structural_parents_and_compares_json_not_bytes() -> None:
+    before: dict[str, bytes | None] = {"/config": None, "/config/topics": None,
+                                       "/config/topics/a": b'{"config":{},"version":1}'}
+    after = {"/config/topics/a": b'{"version":1,"config":{}}', "/kafka-acl-extended/prefixed/Group/x": b"{}"}
+    ops = plan(before, after)
+    assert [(op.kind, op.path) for op in ops] == [
+        ("create", "/kafka-acl-extended"), ("create", "/kafka-acl-extended/prefixed"),
+        ("create", "/kafka-acl-extended/prefixed/Group"), ("create", "/kafka-acl-extended/prefixed/Group/x")]
