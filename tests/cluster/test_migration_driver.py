@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
+from prometheus_client.parser import text_string_to_metric_families
 
 from kraftwerk.migration.reader import connect, read_tree
 from kraftwerk.migration.state import parse_cluster
@@ -101,6 +103,21 @@ def show(cluster: LocalCluster, node_id: int) -> dict[str, Any]:
     return json.loads(out)  # type: ignore[no-any-return]
 
 
+def metrics(cluster: LocalCluster) -> dict[str, float]:
+    """The active controller's gauges (sample name, with the state label for the driver's)."""
+    active = wait_for("an active controller", cluster.active_controller)
+    info = cluster.ready_info(cluster.node(active))
+    assert info is not None and info["metricsPort"]
+    with urllib.request.urlopen(f"http://127.0.0.1:{info['metricsPort']}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            label = sample.labels.get("state") or sample.labels.get("feature")
+            out[f"{sample.name}{{{label}}}" if label else sample.name] = sample.value
+    return out
+
+
 def create_topic(cluster: LocalCluster, name: str) -> dict[str, Any]:
     with AdminClient(cluster.node(BROKER).address) as admin:
         body = {"topics": [{"name": name, "numPartitions": 1, "replicationFactor": 1, "assignments": [],
@@ -145,6 +162,13 @@ def test_the_tree_is_migrated_in_one_transaction_and_dual_write_begins(
     assert zk.get("/controller").stat.ephemeral_owner == 0  # persistent: ZK brokers cannot win it back
     assert int(zk.get("/controller_epoch").data) == 8
 
+    gauges = metrics(cluster)
+    k = "kafka_controller_KafkaController_"
+    assert gauges[k + "ZkMigrationState"] == 1 and gauges[k + "MetadataType"] == 2
+    assert gauges["kraftwerk_migration_driver_state{DUAL_WRITE}"] == 8
+    assert gauges[k + "Features{metadata.version}"] == 21  # 3.9-IV0
+    assert gauges[k + "ZooKeeperBlockingKRaftMillis"] == 0
+
 
 def test_a_topic_created_through_kraft_appears_in_zookeeper_in_kafkas_layout(
         migrated: tuple[LocalCluster, ZooKeeperServer]) -> None:
@@ -187,3 +211,5 @@ def test_zookeeper_down_writes_continue_then_are_refused_then_both_converge(
         return kraft == zk and "while-zk-down" in zk and "after-zk-back" in zk
 
     wait_for("ZooKeeper and KRaft to hold the same topics", converged, timeout_s=60)
+    gauges = metrics(cluster)
+    assert gauges["kafka_controller_KafkaController_ZooKeeperBlockingKRaftMillis"] > 0

@@ -181,6 +181,8 @@ class MigrationDriver:
         self._blocked_total_ms = 0
         self.last_error: str | None = None
         self.zk_brokers_seen: frozenset[int] = frozenset()
+        self.last_snapshot_write_ms = 0
+        self.last_delta_write_ms = 0
         self.voters: tuple[int, ...] = ()
         """The quorum's voters (kept current by the controller): each must be ready to migrate."""
 
@@ -284,9 +286,14 @@ class MigrationDriver:
                  "The current metadata offset is now %d with an epoch of %d.", self.node_id, offset, epoch)
         self.transition_to(S.SYNC_KRAFT_TO_ZK)
 
-    def zk_written(self, action: WriteToZk, migration_zk_version: int) -> None:
-        """ZooKeeper now holds ``action.image``; ``/migration`` is at ``migration_zk_version``."""
+    def zk_written(self, action: WriteToZk, migration_zk_version: int, took_ms: int = 0) -> None:
+        """ZooKeeper now holds ``action.image``; ``/migration`` is at ``migration_zk_version``;
+        ``took_ms`` is the write's duration (``ZkWriteSnapshotTimeMs`` / ``ZkWriteDeltaTimeMs``)."""
         self._done(WriteToZk)
+        if action.full:
+            self.last_snapshot_write_ms = took_ms
+        else:
+            self.last_delta_write_ms = took_ms
         self.leadership = replace(self.leadership, kraft_metadata_offset=action.offset,
                                   kraft_metadata_epoch=action.epoch,
                                   migration_zk_version=migration_zk_version)

@@ -262,7 +262,9 @@ class MigrationRunner:
             elif isinstance(action, MigrateMetadata):
                 await self._migrate(action)
             else:
-                driver.zk_written(action, await asyncio.to_thread(self.zk.write, action))
+                start = time.monotonic()
+                version = await asyncio.to_thread(self.zk.write, action)
+                driver.zk_written(action, version, int((time.monotonic() - start) * 1000))
         except ControllerEpochMovedError as exc:
             driver.zk_failed(action, str(exc), _now_ms(), fenced=True)
         except (MigrationError, OSError) as exc:
