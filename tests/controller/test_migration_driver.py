@@ -211,6 +211,18 @@ def test_lag_bound_refuses_writes_until_zookeeper_catches_up() -> None:
     assert d.zk_lag_ms(9000) == 0
 
 
+def test_the_lag_clock_restarts_at_the_oldest_batch_zookeeper_still_lacks() -> None:
+    d = MigrationDriver(1, max_lag_ms=1000)
+    run_to_dual_write(d)
+    d.publish(image(ZkMigrationState.MIGRATION), 21, 5, 1000)
+    write = d.poll(1000)
+    assert isinstance(write, WriteToZk)
+    d.publish(image(ZkMigrationState.MIGRATION), 22, 5, 1800)  # committed while 21 was being written
+    d.zk_written(write, 2)
+    assert d.zk_lag_ms(2500) == 700 and not d.writes_blocked(2500)
+    assert d.writes_blocked(2801)
+
+
 def test_failures_back_off_exponentially() -> None:
     d = MigrationDriver(1, max_lag_ms=1000, retry_backoff_ms=100, max_retry_backoff_ms=300)
     run_to_dual_write(d)

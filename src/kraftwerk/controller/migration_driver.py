@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
@@ -172,11 +173,9 @@ class MigrationDriver:
         self._in_flight: Action | None = None
         self._retry_at_ms = 0
         self._failures = 0
-        self._behind = False
-        """Committed metadata is waiting for ZooKeeper."""
-        self._behind_since_ms: int | None = None
-        """Since when: the append time of the oldest such batch (None until known: a batch without an
-        append time starts the clock at the next poll)."""
+        self._waiting: deque[tuple[int, int | None]] = deque()
+        """Committed batches ZooKeeper lacks: (last offset, append time); a batch without an append
+        time starts its clock at the next poll."""
         self._blocked_since_ms: int | None = None
         self._blocked_total_ms = 0
         self.last_error: str | None = None
@@ -219,7 +218,7 @@ class MigrationDriver:
                                       kraft_controller_epoch=epoch)
             self.transition_to(S.INACTIVE)
             self._zk_image = None
-            self._behind, self._behind_since_ms = False, None
+            self._waiting.clear()
             self._end_blocking(None)
 
     def publish(self, image: MetadataImage, offset: int, epoch: int, append_time_ms: int) -> None:
@@ -228,10 +227,8 @@ class MigrationDriver:
         if image.metadata_version is None:
             return  # an empty log's image (before the bootstrap records commit) says nothing yet
         self._published = _Published(image, offset, epoch)
-        newer = offset > self.leadership.kraft_metadata_offset
-        if self.state in DUAL_WRITE_STATES and not self._behind and newer:
-            self._behind = True
-            self._behind_since_ms = append_time_ms if append_time_ms >= 0 else None
+        if self.state in DUAL_WRITE_STATES and offset > self.leadership.kraft_metadata_offset:
+            self._waiting.append((offset, append_time_ms if append_time_ms >= 0 else None))
 
     # ------------------------------------------------------------------ outcomes of actions
 
@@ -299,9 +296,8 @@ class MigrationDriver:
                                   migration_zk_version=migration_zk_version)
         self._zk_image = action.image
         self.last_error = None
-        published = self._published
-        if published is None or published.offset <= action.offset:
-            self._behind, self._behind_since_ms = False, None
+        while self._waiting and self._waiting[0][0] <= action.offset:
+            self._waiting.popleft()
         if self.state is S.SYNC_KRAFT_TO_ZK:
             self.transition_to(S.KRAFT_CONTROLLER_TO_BROKER_COMM)
             # Kafka sends full UpdateMetadata/LeaderAndIsr to the ZooKeeper brokers here; kraftwerk's
@@ -403,9 +399,8 @@ class MigrationDriver:
 
     def zk_lag_ms(self, now_ms: int) -> int:
         """How long committed KRaft metadata has been waiting for ZooKeeper (0: caught up)."""
-        if self._behind_since_ms is None:
-            return 0
-        return max(0, now_ms - self._behind_since_ms)
+        since = self._waiting[0][1] if self._waiting else None
+        return 0 if since is None else max(0, now_ms - since)
 
     def zk_lag_records(self) -> int:
         """``ZooKeeperWriteBehindLag``: committed offsets not yet in ZooKeeper (active controller only)."""
@@ -425,8 +420,8 @@ class MigrationDriver:
         return self._blocked_total_ms + max(0, current)
 
     def _update_blocking(self, now_ms: int) -> None:
-        if self._behind and self._behind_since_ms is None:
-            self._behind_since_ms = now_ms
+        if self._waiting and self._waiting[0][1] is None:
+            self._waiting[0] = (self._waiting[0][0], now_ms)
         over = self.state in DUAL_WRITE_STATES and self.zk_lag_ms(now_ms) > self.max_lag_ms
         if over and self._blocked_since_ms is None:
             self._blocked_since_ms = now_ms
