@@ -213,3 +213,27 @@ def test_zookeeper_down_writes_continue_then_are_refused_then_both_converge(
     wait_for("ZooKeeper and KRaft to hold the same topics", converged, timeout_s=60)
     gauges = metrics(cluster)
     assert gauges["kafka_controller_KafkaController_ZooKeeperBlockingKRaftMillis"] > 0
+
+
+def test_after_a_controller_failover_the_new_one_claims_zookeeper_and_dual_writes(
+        migrated: tuple[LocalCluster, ZooKeeperServer]) -> None:
+    cluster, zookeeper = migrated
+    wait_for("dual write", lambda: migration_znode(zookeeper).get("kraft_metadata_offset", -1) > 0)
+    old = json.loads(read_zookeeper(zookeeper).get("/controller").data)
+    stopped = cluster.node(old["brokerid"])
+    cluster.stop([stopped])
+    try:
+        def claimed() -> dict[str, Any] | None:
+            holder = json.loads(read_zookeeper(zookeeper).get("/controller").data)
+            return holder if holder["brokerid"] != stopped.node_id else None
+
+        holder = wait_for("another controller to claim /controller", claimed)
+        assert holder["kraftControllerEpoch"] > old["kraftControllerEpoch"]
+        wait_for("writes through the new controller", lambda: create_topic(cluster, "after-failover")
+                 ["errorCode"] == 0)
+        wait_for("the topic in ZooKeeper",
+                 lambda: "after-failover" in parse_cluster(read_zookeeper(zookeeper)).topics)
+        assert migration_znode(zookeeper)["kraft_controller_id"] == holder["brokerid"]
+    finally:
+        cluster.start(stopped)
+        cluster.wait_ready([stopped], 60)

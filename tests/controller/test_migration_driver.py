@@ -187,6 +187,9 @@ def test_losing_leadership_goes_inactive_and_refused_claim_retries() -> None:
     d.on_leader_change(2, 6)
     assert d.state is S.INACTIVE and d.poll(0) is None
     d.on_leader_change(1, 7)
+    assert isinstance(d.poll(0), RecoverMigrationState)  # /migration is read again when active
+    d.recovered(ZkMigrationLeadership(2, 6, 30, 6, 5, 9, 9))
+    assert d.leadership.kraft_controller_epoch == 7 and d.leadership.kraft_metadata_offset == 30
     d.poll(0)
     assert d.state is S.BECOME_CONTROLLER
     assert isinstance(d.poll(0), ClaimZkController)
@@ -248,6 +251,8 @@ def test_fenced_write_claims_again() -> None:
     d.zk_failed(write, "BadVersion /controller_epoch", 0, fenced=True)
     d.poll(10_000)
     assert d.state is S.WAIT_FOR_CONTROLLER_QUORUM
+    assert isinstance(d.poll(10_000), RecoverMigrationState)
+    d.recovered(d.leadership)
     d.poll(10_000)
     assert d.state is S.BECOME_CONTROLLER
 

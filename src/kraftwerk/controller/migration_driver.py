@@ -171,6 +171,8 @@ class MigrationDriver:
         self._zk_image: MetadataImage | None = None
         """The image last written to ZooKeeper (the base of the next delta)."""
         self._in_flight: Action | None = None
+        self._recovery_due = False
+        """Re-read ``/migration`` before acting as the new active controller."""
         self._retry_at_ms = 0
         self._failures = 0
         self._waiting: deque[tuple[int, int | None]] = deque()
@@ -212,6 +214,7 @@ class MigrationDriver:
             if self.state is not S.INACTIVE:
                 self.transition_to(S.INACTIVE)
             self.transition_to(S.WAIT_FOR_CONTROLLER_QUORUM)
+            self._recovery_due = True
         else:
             known = -1 if leader_id is None else leader_id
             self.leadership = replace(self.leadership, kraft_controller_id=known,
@@ -233,7 +236,14 @@ class MigrationDriver:
     # ------------------------------------------------------------------ outcomes of actions
 
     def recovered(self, leadership: ZkMigrationLeadership) -> None:
+        """``/migration`` as read at start-up, and again on becoming active (another controller may
+        have moved it since), as Kafka's driver reads it."""
         self._done(RecoverMigrationState)
+        if self.state is not S.UNINITIALIZED:
+            self._recovery_due = False
+            self.leadership = replace(leadership, kraft_controller_id=self.leadership.kraft_controller_id,
+                                      kraft_controller_epoch=self.leadership.kraft_controller_epoch)
+            return
         self.leadership = leadership
         log.info("[KRaftMigrationDriver id=%d] Initial migration of ZK metadata is %s.", self.node_id,
                  "done" if leadership.initial_migration_complete else "not done")
@@ -241,6 +251,7 @@ class MigrationDriver:
         leader, epoch = self.kraft_leader
         if leader is not None:
             self.on_leader_change(leader, epoch)
+            self._recovery_due = False  # just read
 
     def zk_brokers(self, broker_ids: frozenset[int]) -> None:
         """The broker ids ZooKeeper knows; WAIT_FOR_BROKERS moves on once each has registered with
@@ -337,6 +348,8 @@ class MigrationDriver:
             return None
         image = published.image
         if state is S.WAIT_FOR_CONTROLLER_QUORUM:
+            if self._recovery_due:
+                return RecoverMigrationState()
             self._check_quorum(image)
             return None
         if state is S.WAIT_FOR_BROKERS:
@@ -350,6 +363,7 @@ class MigrationDriver:
             # fenced while syncing or dual-writing: take /controller again before any write
             self.transition_to(S.INACTIVE)
             self.transition_to(S.WAIT_FOR_CONTROLLER_QUORUM)
+            self._recovery_due = True
             return None
         if published.offset < self.leadership.kraft_metadata_offset:
             return None  # this image lacks what ZooKeeper already holds: wait for a newer one
