@@ -50,7 +50,7 @@ def comparable(image: MetadataImage) -> tuple[object, ...]:
                               for p, r in t.partitions.items()}) for t in image.topics.by_id.values()}
     configs = {k: dict(v) for k, v in image.configs.items() if k.type in (2, 4)}
     acls = sorted(map(repr, image.acls.values()))
-    return topics, configs, acls, image.producer_ids_next
+    return topics, configs, acls, dict(image.client_quotas), dict(image.scram), image.producer_ids_next
 
 
 def test_what_kraft_writes_the_migration_reads_back() -> None:
@@ -59,22 +59,29 @@ def test_what_kraft_writes_the_migration_reads_back() -> None:
     image = image_of(zk)
     view = image_view(image, controller_epoch=9)
     again = image_of(applied(full_plan(zookeeper_view(zk), image, controller_epoch=9), zk))
-    assert comparable(again)[:3] == comparable(image)[:3]
+    assert comparable(again)[:5] == comparable(image)[:5]
+    assert image.scram and image.client_quotas
     # the producer id block restarts at KRaft's next id: a rollback never reuses an id
     assert again.producer_ids_next >= image.producer_ids_next
     assert json.loads(view["/brokers/topics/orders/partitions/0/state"] or b"")["controller_epoch"] == 9
 
 
 def test_full_sync_of_an_unchanged_tree_writes_only_what_kraft_spells_differently() -> None:
-    """Partition states take the new controller epoch, the producer id block KRaft's form, and a topic
-    without a config znode gets one (Kafka creates one per topic); nothing else moves."""
+    """Partition states take the new controller epoch, the producer id block and quotas KRaft's form
+    (doubles: "1048576.0", as Kafka's dual write), and a topic without a config znode gets one (Kafka
+    creates one per topic); nothing else moves."""
     layout, _ = sample_layout()
     zk = layout.tree()
     ops = full_plan(zookeeper_view(zk), image_of(zk), controller_epoch=9)
     sets = {op.path for op in ops if op.kind == "set"}
-    assert sets == {"/latest_producer_id_block"} | {p for p in zookeeper_view(zk) if p.endswith("/state")}
-    assert [(op.kind, op.path) for op in ops if op.kind != "set"] == [
-        ("create", "/config/topics/payments"), ("notify", "/config/changes/config_change_")]
+    quotas = {"/config/users/alice", "/config/users/<default>", "/config/clients/reporting",
+              "/config/users/bob%40EX.COM/clients/app1"}
+    states = {p for p in zookeeper_view(zk) if p.endswith("/state")}
+    assert sets == {"/latest_producer_id_block"} | quotas | states
+    assert [op.path for op in ops if op.kind == "create"] == ["/config/topics/payments"]
+    notified = {json.loads(op.data or b"")["entity_path"] for op in ops if op.kind == "notify"}
+    assert notified == {"topics/payments", "users/alice", "users/<default>", "clients/reporting",
+                        "users/bob%40EX.COM/clients/app1"}
 
 
 def test_a_topic_deleted_in_kraft_is_deleted_children_first_and_parents_are_never_deleted() -> None:
@@ -125,3 +132,18 @@ def test_plan_creates_missing_structural_parents_and_compares_json_not_bytes() -
     assert [(op.kind, op.path) for op in ops] == [
         ("create", "/kafka-acl-extended"), ("create", "/kafka-acl-extended/prefixed"),
         ("create", "/kafka-acl-extended/prefixed/Group"), ("create", "/kafka-acl-extended/prefixed/Group/x")]
+
+
+def test_a_users_quota_removed_while_a_client_of_it_keeps_one_empties_the_user_znode() -> None:
+    layout, _ = sample_layout()
+    zk = layout.tree()
+    image = image_of(zk)
+    bob = (("user", "bob@EX.COM"),)
+    quotas = image.client_quotas.set(bob, {"producer_byte_rate": 1.0})
+    with_bob = dataclasses.replace(image, client_quotas=quotas)
+    ops = delta_plan(with_bob, image, controller_epoch=9)
+    assert [(op.kind, op.path, op.data) for op in ops if op.kind != "notify"] == [
+        ("set", "/config/users/bob%40EX.COM", b'{"version":1,"config":{}}')]
+    after = parse_cluster(applied(full_plan(zookeeper_view(zk), with_bob, 9), zk))
+    assert after.entity_configs("users")["bob%40EX.COM"] == {"producer_byte_rate": "1.0"}
+    assert after.user_client_configs[("bob%40EX.COM", "app1")] == {"producer_byte_rate": "4096.0"}

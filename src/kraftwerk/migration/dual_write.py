@@ -9,9 +9,9 @@ ZooKeeper actually holds. Structural parents (``/brokers/topics``, ``/kafka-acl/
 created when missing and never deleted. Every config entity written or removed gets a change
 notification, so ZooKeeper-mode brokers pick it up as they would from a ZooKeeper controller.
 
-Managed: topics (assignment, topic id, partition states), topic and broker configs, the producer id
-block, ACLs. Quotas, SCRAM credentials and delegation tokens are not written yet
-(docs/compatibility.md).
+Managed: topics (assignment, topic id, partition states), topic and broker configs, client quotas
+and SCRAM credentials (``/config/users|clients|ips``), the producer id block, ACLs. Delegation tokens
+are not written yet (docs/compatibility.md).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import quote
 
 from kraftwerk.image.model import (
     AclPatternType,
@@ -33,7 +34,13 @@ from kraftwerk.image.model import (
     TopicImage,
 )
 from kraftwerk.migration.tree import ZkTree
-from kraftwerk.migration.znodes import ACL_OPERATIONS, ACL_PERMISSIONS, ACL_RESOURCE_TYPES
+from kraftwerk.migration.znodes import (
+    ACL_OPERATIONS,
+    ACL_PERMISSIONS,
+    ACL_RESOURCE_TYPES,
+    DEFAULT_ENTITY,
+    SCRAM_MECHANISMS,
+)
 
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
@@ -42,11 +49,15 @@ DEFAULT_BROKER = "<default>"
 TOPICS = "/brokers/topics"
 TOPIC_CONFIGS = "/config/topics"
 BROKER_CONFIGS = "/config/brokers"
+USER_CONFIGS = "/config/users"
+CLIENT_CONFIGS = "/config/clients"
+IP_CONFIGS = "/config/ips"
+ENTITY_CONFIGS = (TOPIC_CONFIGS, BROKER_CONFIGS, USER_CONFIGS, CLIENT_CONFIGS, IP_CONFIGS)
 CONFIG_CHANGES = "/config/changes"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 LITERAL_ACLS = "/kafka-acl"
 PREFIXED_ACLS = "/kafka-acl-extended/prefixed"
-STRUCTURAL = (TOPICS, TOPIC_CONFIGS, BROKER_CONFIGS, LITERAL_ACLS, "/kafka-acl-extended", PREFIXED_ACLS)
+STRUCTURAL = (TOPICS, *ENTITY_CONFIGS, LITERAL_ACLS, "/kafka-acl-extended", PREFIXED_ACLS)
 """Parents that exist in every Kafka 3.x tree: created when missing, never deleted."""
 
 PRODUCER_ID_BLOCK_SIZE = 1000
@@ -65,6 +76,7 @@ def _with_ancestors(paths: Iterable[str]) -> frozenset[str]:
 _RESOURCE_NAMES = {code: name for name, code in ACL_RESOURCE_TYPES.items()}
 _OPERATION_NAMES = {code: name for name, code in ACL_OPERATIONS.items()}
 _PERMISSION_NAMES = {code: name for name, code in ACL_PERMISSIONS.items()}
+_SCRAM_NAMES = {code: name for name, code in SCRAM_MECHANISMS.items()}
 
 _DELTA_KNOWN = _with_ancestors([*STRUCTURAL, *(f"{LITERAL_ACLS}/{t}" for t in _RESOURCE_NAMES.values()),
                                  *(f"{PREFIXED_ACLS}/{t}" for t in _RESOURCE_NAMES.values())])
@@ -136,6 +148,33 @@ def producer_id_block_znode(next_producer_id: int) -> bytes:
                   "block_end": str(next_producer_id + PRODUCER_ID_BLOCK_SIZE - 1)})
 
 
+def sanitize(name: str | None) -> str:
+    """Kafka's ``Sanitizer.sanitize`` of a user or client id as a znode name (URL encoding, ``*`` and
+    space as ``%2A`` and ``%20``); the default entity is ``<default>``."""
+    if name is None:
+        return DEFAULT_ENTITY
+    return quote(name, safe="-_.")
+
+
+def _quota_path(entity: Iterable[tuple[str, str | None]]) -> str | None:
+    parts = dict(entity)
+    if set(parts) == {"user"}:
+        return f"{USER_CONFIGS}/{sanitize(parts['user'])}"
+    if set(parts) == {"client-id"}:
+        return f"{CLIENT_CONFIGS}/{sanitize(parts['client-id'])}"
+    if set(parts) == {"user", "client-id"}:
+        return f"{USER_CONFIGS}/{sanitize(parts['user'])}/clients/{sanitize(parts['client-id'])}"
+    if set(parts) == {"ip"}:
+        return f"{IP_CONFIGS}/{parts['ip'] or DEFAULT_ENTITY}"
+    return None
+
+
+def _scram_value(salt: bytes, stored_key: bytes, server_key: bytes, iterations: int) -> str:
+    b64 = base64.b64encode
+    return (f"salt={b64(salt).decode()},stored_key={b64(stored_key).decode()},"
+            f"server_key={b64(server_key).decode()},iterations={iterations}")
+
+
 def acls_znode(acls: Iterable[StandardAcl]) -> bytes:
     """``/kafka-acl[-extended/prefixed]/<Type>/<name>``: every ACE of one resource."""
     entries = sorted((a.principal, _PERMISSION_NAMES[a.permission_type], _OPERATION_NAMES[a.operation],
@@ -188,6 +227,21 @@ def image_view(
             view[path] = config_znode(config)
     for topic in image.topics.by_id.values() if topics is None else topics:
         view.setdefault(f"{TOPIC_CONFIGS}/{topic.name}", config_znode({}))  # Kafka creates one per topic
+    entity_configs: dict[str, dict[str, str]] = {}
+    for entity, quotas in image.client_quotas.items():
+        path = _quota_path(entity)
+        if path is not None and quotas:
+            entity_configs.setdefault(path, {}).update({k: str(float(v)) for k, v in quotas.items()})
+    for (mechanism, user), cred in image.scram.items():
+        if mechanism in _SCRAM_NAMES:
+            entity_configs.setdefault(f"{USER_CONFIGS}/{sanitize(user)}", {})[_SCRAM_NAMES[mechanism]] = (
+                _scram_value(cred.salt, cred.stored_key, cred.server_key, cred.iterations))
+    for path, config in entity_configs.items():
+        view[path] = config_znode(config)
+    for path in [p for p in entity_configs if p.count("/") == 5]:
+        user = path.rsplit("/", 2)[0]
+        view.setdefault(user, config_znode({}))  # a user's own znode holds its clients
+        view[user + "/clients"] = None
     if image.producer_ids_next >= 0:
         view[PRODUCER_ID_BLOCK] = producer_id_block_znode(image.producer_ids_next)
     by_resource: dict[str, list[StandardAcl]] = {}
@@ -214,7 +268,9 @@ def _deletable(path: str) -> bool:
     parts = path.strip("/").split("/")
     if path.startswith(TOPICS + "/"):
         return len(parts) >= 3
-    if path.startswith((TOPIC_CONFIGS + "/", BROKER_CONFIGS + "/")):
+    if path.startswith(USER_CONFIGS + "/"):
+        return len(parts) in (3, 5)  # a user, a user's client (never the clients parent between)
+    if path.startswith(tuple(root + "/" for root in ENTITY_CONFIGS)):
         return len(parts) == 3
     if path.startswith(PREFIXED_ACLS + "/"):
         return len(parts) == 4
@@ -223,9 +279,12 @@ def _deletable(path: str) -> bool:
     return False
 
 
+_NO_CONFIG = config_znode({})
+
+
 def _same(a: bytes | None, b: bytes | None) -> bool:
-    if not a or not b:
-        return not a and not b
+    """Equal as JSON; null data and an empty config are the same (Kafka reads null as no config)."""
+    a, b = a or _NO_CONFIG, b or _NO_CONFIG
     if a == b:
         return True
     try:
@@ -254,14 +313,21 @@ def plan(before: View, after: View, *, scope: Iterable[str] | None = None,
     creates = [ZnodeOp("create", p, wanted[p]) for p in sorted(wanted) if p not in before]
     sets = [ZnodeOp("set", p, wanted[p]) for p in sorted(wanted) if p in before and not _same(before[p],
                                                                                            wanted[p])]
+    kept = _with_ancestors(wanted)
     deletes = [ZnodeOp("delete", p) for p in sorted(before, reverse=True)
-               if p not in wanted and _deletable(p) and in_scope(p)]
-    notified = sorted({op.path for op in (*creates, *sets, *deletes)
-                       if op.path.startswith((TOPIC_CONFIGS + "/", BROKER_CONFIGS + "/"))
-                       and op.path.count("/") == 3})
+               if p not in kept and _deletable(p) and in_scope(p)]
+    notified = sorted({op.path for op in (*creates, *sets, *deletes) if _is_config_entity(op.path)})
     notes = [ZnodeOp("notify", CONFIG_CHANGES + "/config_change_",
                      config_change_notification(p.removeprefix("/config/"))) for p in notified]
     return [*creates, *sets, *deletes, *notes]
+
+
+def _is_config_entity(path: str) -> bool:
+    """A znode a config change notification names (not the ``clients`` parent of a user)."""
+    depth = path.count("/")
+    if path.startswith(USER_CONFIGS + "/"):
+        return depth in (3, 5)
+    return depth == 3 and path.startswith(tuple(root + "/" for root in ENTITY_CONFIGS))
 
 
 def delta_plan(previous: MetadataImage, image: MetadataImage, controller_epoch: int) -> list[ZnodeOp]:
@@ -274,7 +340,7 @@ def delta_plan(previous: MetadataImage, image: MetadataImage, controller_epoch: 
                                                               if t.name in prev_topics), *gone])
     after = image_view(image, controller_epoch, topics=changed)
     scope = [f"{TOPICS}/{t.name}" for t in (*changed, *gone)]
-    scope += [TOPIC_CONFIGS, BROKER_CONFIGS, LITERAL_ACLS, PREFIXED_ACLS]
+    scope += [*ENTITY_CONFIGS, LITERAL_ACLS, PREFIXED_ACLS]
     return plan(before, after, scope=scope, known=_DELTA_KNOWN)
 
 
