@@ -69,7 +69,7 @@ def test_what_kraft_writes_the_migration_reads_back() -> None:
 def test_full_sync_of_an_unchanged_tree_writes_only_what_kraft_spells_differently() -> None:
     """Partition states take the new controller epoch, the producer id block and quotas KRaft's form
     (doubles: "1048576.0", as Kafka's dual write), and a topic without a config znode gets one (Kafka
-    creates one per topic); nothing else moves."""
+    creates one per topic); nothing else moves, and no ACL changed, so no ACL notification."""
     layout, _ = sample_layout()
     zk = layout.tree()
     ops = full_plan(zookeeper_view(zk), image_of(zk), controller_epoch=9)
@@ -78,7 +78,9 @@ def test_full_sync_of_an_unchanged_tree_writes_only_what_kraft_spells_differentl
               "/config/users/bob%40EX.COM/clients/app1"}
     states = {p for p in zookeeper_view(zk) if p.endswith("/state")}
     assert sets == {"/latest_producer_id_block"} | quotas | states
-    assert [op.path for op in ops if op.kind == "create"] == ["/config/topics/payments"]
+    # the test tree has no ACL change stores (a 3.x AclAuthorizer creates them at start-up)
+    assert [op.path for op in ops if op.kind == "create"] == [
+        "/config/topics/payments", "/kafka-acl-changes", "/kafka-acl-extended-changes"]
     notified = {json.loads(op.data or b"")["entity_path"] for op in ops if op.kind == "notify"}
     assert notified == {"topics/payments", "users/alice", "users/<default>", "clients/reporting",
                         "users/bob%40EX.COM/clients/app1"}
@@ -127,11 +129,16 @@ def test_a_new_topic_is_created_parents_first_with_its_config_and_no_other_topic
 def test_plan_creates_missing_structural_parents_and_compares_json_not_bytes() -> None:
     before: dict[str, bytes | None] = {"/config": None, "/config/topics": None,
                                        "/config/topics/a": b'{"config":{},"version":1}'}
-    after = {"/config/topics/a": b'{"version":1,"config":{}}', "/kafka-acl-extended/prefixed/Group/x": b"{}"}
+    after = {"/config/topics/a": b'{"version":1,"config":{}}', "/kafka-acl-extended/prefixed/Group/x": b"{}",
+             "/kafka-acl-extended-changes": None}
     ops = plan(before, after)
     assert [(op.kind, op.path) for op in ops] == [
-        ("create", "/kafka-acl-extended"), ("create", "/kafka-acl-extended/prefixed"),
-        ("create", "/kafka-acl-extended/prefixed/Group"), ("create", "/kafka-acl-extended/prefixed/Group/x")]
+        ("create", "/kafka-acl-extended"), ("create", "/kafka-acl-extended-changes"),
+        ("create", "/kafka-acl-extended/prefixed"), ("create", "/kafka-acl-extended/prefixed/Group"),
+        ("create", "/kafka-acl-extended/prefixed/Group/x"),
+        ("notify", "/kafka-acl-extended-changes/acl_changes_")]
+    assert json.loads(ops[-1].data or b"") == {"version": 1, "resourceType": "GROUP", "name": "x",
+                                               "patternType": "PREFIXED"}
 
 
 def test_a_users_quota_removed_while_a_client_of_it_keeps_one_empties_the_user_znode() -> None:

@@ -18,33 +18,39 @@ from __future__ import annotations
 
 import base64
 import json
-import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
-from urllib.parse import quote
+from typing import Literal
 
-from kraftwerk.image.model import (
-    AclPatternType,
-    ConfigResource,
-    LeaderRecoveryState,
-    MetadataImage,
-    PartitionRegistration,
-    StandardAcl,
-    TopicImage,
+from kraftwerk.image.model import AclPatternType, ConfigResource, MetadataImage, StandardAcl, TopicImage
+from kraftwerk.migration.encode import (
+    CONFIG_CHANGE_PREFIX,
+    PRODUCER_ID_BLOCK_SIZE,
+    acl_path,
+    config_entity_path,
+    config_path,
+    encode_acl_change,
+    encode_acls,
+    encode_config_change,
+    encode_entity_config,
+    encode_partition_state,
+    encode_producer_id_block,
+    encode_topic,
+    partition_state_path,
+    user_client_config_path,
 )
 from kraftwerk.migration.tree import ZkTree
 from kraftwerk.migration.znodes import (
     ACL_OPERATIONS,
     ACL_PERMISSIONS,
     ACL_RESOURCE_TYPES,
-    DEFAULT_ENTITY,
     SCRAM_MECHANISMS,
+    AclEntry,
+    ProducerIdBlock,
 )
 
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
-DEFAULT_BROKER = "<default>"
 
 TOPICS = "/brokers/topics"
 TOPIC_CONFIGS = "/config/topics"
@@ -53,14 +59,20 @@ USER_CONFIGS = "/config/users"
 CLIENT_CONFIGS = "/config/clients"
 IP_CONFIGS = "/config/ips"
 ENTITY_CONFIGS = (TOPIC_CONFIGS, BROKER_CONFIGS, USER_CONFIGS, CLIENT_CONFIGS, IP_CONFIGS)
-CONFIG_CHANGES = "/config/changes"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 LITERAL_ACLS = "/kafka-acl"
 PREFIXED_ACLS = "/kafka-acl-extended/prefixed"
 STRUCTURAL = (TOPICS, *ENTITY_CONFIGS, LITERAL_ACLS, "/kafka-acl-extended", PREFIXED_ACLS)
 """Parents that exist in every Kafka 3.x tree: created when missing, never deleted."""
+CHANGE_STORES = ("/config/changes", "/kafka-acl-changes", "/kafka-acl-extended-changes")
+"""Where change notifications go (created when missing: a cluster without an authorizer lacks the ACL
+ones); only the parents are managed, never the notifications in them."""
 
-PRODUCER_ID_BLOCK_SIZE = 1000
+_RESOURCE_NAMES = {code: name for name, code in ACL_RESOURCE_TYPES.items()}
+_OPERATIONS = frozenset(ACL_OPERATIONS.values())
+_PERMISSIONS = frozenset(ACL_PERMISSIONS.values())
+_SCRAM_NAMES = {code: name for name, code in SCRAM_MECHANISMS.items()}
+_NO_CONFIG = encode_entity_config({})
 
 
 def _with_ancestors(paths: Iterable[str]) -> frozenset[str]:
@@ -73,10 +85,8 @@ def _with_ancestors(paths: Iterable[str]) -> frozenset[str]:
 
 
 
-_RESOURCE_NAMES = {code: name for name, code in ACL_RESOURCE_TYPES.items()}
-_OPERATION_NAMES = {code: name for name, code in ACL_OPERATIONS.items()}
-_PERMISSION_NAMES = {code: name for name, code in ACL_PERMISSIONS.items()}
-_SCRAM_NAMES = {code: name for name, code in SCRAM_MECHANISMS.items()}
+_MANAGED_EXACT = _with_ancestors([PRODUCER_ID_BLOCK, *CHANGE_STORES, *STRUCTURAL])
+"""Managed znodes without their subtrees: the roots and their parents (``/config``, ``/brokers``)."""
 
 _DELTA_KNOWN = _with_ancestors([*STRUCTURAL, *(f"{LITERAL_ACLS}/{t}" for t in _RESOURCE_NAMES.values()),
                                  *(f"{PREFIXED_ACLS}/{t}" for t in _RESOURCE_NAMES.values())])
@@ -97,90 +107,42 @@ class ZnodeOp:
     data: bytes | None = None
 
 
-def _json(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
-
-
-def kafka_uuid(value: uuid.UUID) -> str:
-    """Kafka's ``Uuid.toString``: URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")
-
-
-# ---------------------------------------------------------------------------- encoders (Kafka 3.x JSON)
-
-
-def topic_znode(topic: TopicImage) -> bytes:
-    """``/brokers/topics/<t>`` version 3 (with the topic id)."""
-    parts = sorted(topic.partitions.items())
-    return _json({
-        "partitions": {str(p): list(r.replicas) for p, r in parts},
-        "topic_id": kafka_uuid(topic.id),
-        "adding_replicas": {str(p): list(r.adding_replicas) for p, r in parts if r.adding_replicas},
-        "removing_replicas": {str(p): list(r.removing_replicas) for p, r in parts if r.removing_replicas},
-        "version": 3,
-    })
-
-
-def partition_state_znode(partition: PartitionRegistration, controller_epoch: int) -> bytes:
-    """``/brokers/topics/<t>/partitions/<p>/state`` version 1, with the KRaft controller's ZooKeeper
-    controller epoch (``leader_recovery_state`` only when recovering, as a 3.x controller writes it)."""
-    obj: dict[str, Any] = {"controller_epoch": controller_epoch, "leader": partition.leader, "version": 1,
-                           "leader_epoch": partition.leader_epoch, "isr": list(partition.isr)}
-    if partition.leader_recovery_state is LeaderRecoveryState.RECOVERING:
-        obj["leader_recovery_state"] = int(LeaderRecoveryState.RECOVERING)
-    return _json(obj)
-
-
-def config_znode(config: Mapping[str, str]) -> bytes:
-    """``/config/<type>/<entity>``."""
-    return _json({"version": 1, "config": dict(sorted(config.items()))})
-
-
-def config_change_notification(entity_path: str) -> bytes:
-    """``/config/changes/config_change_<seq>`` version 2."""
-    return _json({"version": 2, "entity_path": entity_path})
-
-
-def producer_id_block_znode(next_producer_id: int) -> bytes:
-    """``/latest_producer_id_block`` as Kafka's dual write leaves it: the block starting at KRaft's
-    next id, so a ZooKeeper broker after a rollback allocates after everything KRaft handed out."""
-    return _json({"broker": -1, "block_start": str(next_producer_id),
-                  "block_end": str(next_producer_id + PRODUCER_ID_BLOCK_SIZE - 1)})
-
-
-def sanitize(name: str | None) -> str:
-    """Kafka's ``Sanitizer.sanitize`` of a user or client id as a znode name (URL encoding, ``*`` and
-    space as ``%2A`` and ``%20``); the default entity is ``<default>``."""
-    if name is None:
-        return DEFAULT_ENTITY
-    return quote(name, safe="-_.")
-
-
-def _quota_path(entity: Iterable[tuple[str, str | None]]) -> str | None:
-    parts = dict(entity)
-    if set(parts) == {"user"}:
-        return f"{USER_CONFIGS}/{sanitize(parts['user'])}"
-    if set(parts) == {"client-id"}:
-        return f"{CLIENT_CONFIGS}/{sanitize(parts['client-id'])}"
-    if set(parts) == {"user", "client-id"}:
-        return f"{USER_CONFIGS}/{sanitize(parts['user'])}/clients/{sanitize(parts['client-id'])}"
-    if set(parts) == {"ip"}:
-        return f"{IP_CONFIGS}/{parts['ip'] or DEFAULT_ENTITY}"
-    return None
+# ---------------------------------------------------------------------------- an image's znodes
 
 
 def _scram_value(salt: bytes, stored_key: bytes, server_key: bytes, iterations: int) -> str:
+    """A SCRAM credential as a ``/config/users/<u>`` entry (the inverse of ``znodes.parse_scram``)."""
     b64 = base64.b64encode
     return (f"salt={b64(salt).decode()},stored_key={b64(stored_key).decode()},"
             f"server_key={b64(server_key).decode()},iterations={iterations}")
 
 
-def acls_znode(acls: Iterable[StandardAcl]) -> bytes:
-    """``/kafka-acl[-extended/prefixed]/<Type>/<name>``: every ACE of one resource."""
-    entries = sorted((a.principal, _PERMISSION_NAMES[a.permission_type], _OPERATION_NAMES[a.operation],
-                      a.host) for a in acls)
-    return _json({"version": 1, "acls": [
-        {"principal": p, "permissionType": perm, "operation": op, "host": h} for p, perm, op, h in entries]})
+def _quota_path(entity: Iterable[tuple[str, str | None]]) -> str | None:
+    parts = dict(entity)
+    if set(parts) == {"user"}:
+        return config_path("users", parts["user"])
+    if set(parts) == {"client-id"}:
+        return config_path("clients", parts["client-id"])
+    if set(parts) == {"user", "client-id"}:
+        return user_client_config_path(parts["user"], parts["client-id"])
+    if set(parts) == {"ip"}:
+        return config_path("ips", parts["ip"])
+    return None
+
+
+def _acl_path(acl: StandardAcl) -> str | None:
+    storable = acl.operation in _OPERATIONS and acl.permission_type in _PERMISSIONS
+    try:
+        return acl_path(acl.pattern_type, acl.resource_type, acl.resource_name) if storable else None
+    except ValueError:
+        return None  # a pattern or resource type ZooKeeper has no store for
+
+
+def _producer_id_block(next_producer_id: int) -> bytes:
+    """The block starting at KRaft's next id, as Kafka's dual write leaves it: a ZooKeeper broker
+    after a rollback allocates after everything KRaft handed out."""
+    return encode_producer_id_block(
+        ProducerIdBlock(-1, next_producer_id, next_producer_id + PRODUCER_ID_BLOCK_SIZE - 1))
 
 
 # ---------------------------------------------------------------------------- views
@@ -188,29 +150,22 @@ def acls_znode(acls: Iterable[StandardAcl]) -> bytes:
 
 def _topic_view(topic: TopicImage, controller_epoch: int) -> Iterator[tuple[str, bytes | None]]:
     base = f"{TOPICS}/{topic.name}"
-    yield base, topic_znode(topic)
+    parts = topic.partitions
+    yield base, encode_topic({p: r.replicas for p, r in parts.items()}, topic.id,
+                             adding={p: r.adding_replicas for p, r in parts.items()},
+                             removing={p: r.removing_replicas for p, r in parts.items()})
     yield f"{base}/partitions", None
-    for p, partition in topic.partitions.items():
+    for p, r in parts.items():
         yield f"{base}/partitions/{p}", None
-        yield f"{base}/partitions/{p}/state", partition_state_znode(partition, controller_epoch)
+        yield partition_state_path(topic.name, p), encode_partition_state(
+            r.leader, r.leader_epoch, r.isr, controller_epoch, int(r.leader_recovery_state))
 
 
 def _config_path(resource: ConfigResource) -> str | None:
     if resource.type == TOPIC_RESOURCE:
-        return f"{TOPIC_CONFIGS}/{resource.name}"
+        return config_path("topics", resource.name)
     if resource.type == BROKER_RESOURCE:
-        return f"{BROKER_CONFIGS}/{resource.name or DEFAULT_BROKER}"
-    return None
-
-
-def _acl_path(acl: StandardAcl) -> str | None:
-    kind = _RESOURCE_NAMES.get(acl.resource_type)
-    if kind is None or acl.operation not in _OPERATION_NAMES or acl.permission_type not in _PERMISSION_NAMES:
-        return None
-    if acl.pattern_type == AclPatternType.LITERAL:
-        return f"{LITERAL_ACLS}/{kind}/{acl.resource_name}"
-    if acl.pattern_type == AclPatternType.PREFIXED:
-        return f"{PREFIXED_ACLS}/{kind}/{acl.resource_name}"
+        return config_path("brokers", resource.name or None)
     return None
 
 
@@ -224,9 +179,9 @@ def image_view(
     for resource, config in image.configs.items():
         path = _config_path(resource)
         if path is not None and (config or resource.type == TOPIC_RESOURCE):
-            view[path] = config_znode(config)
+            view[path] = encode_entity_config(config)
     for topic in image.topics.by_id.values() if topics is None else topics:
-        view.setdefault(f"{TOPIC_CONFIGS}/{topic.name}", config_znode({}))  # Kafka creates one per topic
+        view.setdefault(config_path("topics", topic.name), _NO_CONFIG)  # Kafka creates one per topic
     entity_configs: dict[str, dict[str, str]] = {}
     for entity, quotas in image.client_quotas.items():
         path = _quota_path(entity)
@@ -234,23 +189,26 @@ def image_view(
             entity_configs.setdefault(path, {}).update({k: str(float(v)) for k, v in quotas.items()})
     for (mechanism, user), cred in image.scram.items():
         if mechanism in _SCRAM_NAMES:
-            entity_configs.setdefault(f"{USER_CONFIGS}/{sanitize(user)}", {})[_SCRAM_NAMES[mechanism]] = (
+            entity_configs.setdefault(config_path("users", user), {})[_SCRAM_NAMES[mechanism]] = (
                 _scram_value(cred.salt, cred.stored_key, cred.server_key, cred.iterations))
     for path, config in entity_configs.items():
-        view[path] = config_znode(config)
+        view[path] = encode_entity_config(config)
     for path in [p for p in entity_configs if p.count("/") == 5]:
         user = path.rsplit("/", 2)[0]
-        view.setdefault(user, config_znode({}))  # a user's own znode holds its clients
+        view.setdefault(user, _NO_CONFIG)  # a user's own znode holds its clients
         view[user + "/clients"] = None
     if image.producer_ids_next >= 0:
-        view[PRODUCER_ID_BLOCK] = producer_id_block_znode(image.producer_ids_next)
+        view[PRODUCER_ID_BLOCK] = _producer_id_block(image.producer_ids_next)
     by_resource: dict[str, list[StandardAcl]] = {}
     for acl in image.acls.values():
         path = _acl_path(acl)
         if path is not None:
             by_resource.setdefault(path, []).append(acl)
     for path, acls in by_resource.items():
-        view[path] = acls_znode(acls)
+        ordered = sorted(acls, key=lambda a: (a.principal, a.permission_type, a.operation, a.host))
+        view[path] = encode_acls(AclEntry(a.principal, a.permission_type, a.operation, a.host)
+                                 for a in ordered)
+    view.update(dict.fromkeys(CHANGE_STORES))
     return view
 
 
@@ -260,7 +218,7 @@ def zookeeper_view(tree: ZkTree) -> dict[str, bytes | None]:
 
 
 def _managed(path: str) -> bool:
-    return path == PRODUCER_ID_BLOCK or any(path == r or path.startswith(r + "/") for r in STRUCTURAL)
+    return path in _MANAGED_EXACT or any(path.startswith(r + "/") for r in STRUCTURAL)
 
 
 def _deletable(path: str) -> bool:
@@ -277,9 +235,6 @@ def _deletable(path: str) -> bool:
     if path.startswith(LITERAL_ACLS + "/"):
         return len(parts) == 3
     return False
-
-
-_NO_CONFIG = config_znode({})
 
 
 def _same(a: bytes | None, b: bytes | None) -> bool:
@@ -316,10 +271,24 @@ def plan(before: View, after: View, *, scope: Iterable[str] | None = None,
     kept = _with_ancestors(wanted)
     deletes = [ZnodeOp("delete", p) for p in sorted(before, reverse=True)
                if p not in kept and _deletable(p) and in_scope(p)]
-    notified = sorted({op.path for op in (*creates, *sets, *deletes) if _is_config_entity(op.path)})
-    notes = [ZnodeOp("notify", CONFIG_CHANGES + "/config_change_",
-                     config_change_notification(p.removeprefix("/config/"))) for p in notified]
+    touched = [op.path for op in (*creates, *sets, *deletes)]
+    notes = [ZnodeOp("notify", CONFIG_CHANGE_PREFIX, encode_config_change(config_entity_path(p)))
+             for p in sorted({p for p in touched if _is_config_entity(p)})]
+    notes += [ZnodeOp("notify", *_acl_change(p)) for p in sorted({p for p in touched if _is_acl_resource(p)})]
     return [*creates, *sets, *deletes, *notes]
+
+
+def _is_acl_resource(path: str) -> bool:
+    return (path.startswith(LITERAL_ACLS + "/") and path.count("/") == 3) or (
+        path.startswith(PREFIXED_ACLS + "/") and path.count("/") == 4)
+
+
+def _acl_change(path: str) -> tuple[str, bytes]:
+    """The ACL change notification of a written ``/kafka-acl*`` resource znode (AclAuthorizer's)."""
+    literal = path.startswith(LITERAL_ACLS + "/")
+    kind, name = path.removeprefix(LITERAL_ACLS + "/" if literal else PREFIXED_ACLS + "/").split("/", 1)
+    pattern = AclPatternType.LITERAL if literal else AclPatternType.PREFIXED
+    return encode_acl_change(pattern, ACL_RESOURCE_TYPES[kind], name)
 
 
 def _is_config_entity(path: str) -> bool:

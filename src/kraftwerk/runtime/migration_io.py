@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import Sequence
@@ -30,12 +29,14 @@ from kraftwerk.controller.migration_driver import (
     ZkMigrationLeadership,
 )
 from kraftwerk.migration.dual_write import ZnodeOp, delta_plan, full_plan, zookeeper_view
+from kraftwerk.migration.encode import encode_controller, encode_controller_epoch, encode_migration
 from kraftwerk.migration.errors import MigrationError, ZooKeeperError
 from kraftwerk.migration.reader import connect, read_tree
 from kraftwerk.migration.state import parse_cluster
 from kraftwerk.migration.translate import translate
 from kraftwerk.migration.tree import ZnodeStat
 from kraftwerk.migration.znodes import (
+    MigrationZnode,
     parse_controller,
     parse_controller_epoch,
     parse_migration,
@@ -58,16 +59,11 @@ class ControllerEpochMovedError(MigrationError):
     """``/controller_epoch`` (or ``/migration``) changed under us: another controller claimed ZooKeeper."""
 
 
-def _json(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
-
-
 def migration_znode(state: ZkMigrationLeadership) -> bytes:
-    """``/migration`` version 0."""
-    return _json({"version": 0, "kraft_controller_id": state.kraft_controller_id,
-                  "kraft_controller_epoch": state.kraft_controller_epoch,
-                  "kraft_metadata_offset": state.kraft_metadata_offset,
-                  "kraft_metadata_epoch": state.kraft_metadata_epoch})
+    """``/migration`` for the driver's state (its zkVersion is the znode's own)."""
+    return encode_migration(MigrationZnode(state.kraft_controller_id, state.kraft_controller_epoch,
+                                           state.kraft_metadata_offset, state.kraft_metadata_epoch,
+                                           state.migration_zk_version))
 
 
 class ZkMigrationClient:
@@ -141,7 +137,7 @@ class ZkMigrationClient:
         zk_epoch = parse_controller_epoch(CONTROLLER_EPOCH, epoch_data)
         current = c.exists(CONTROLLER)
         tx = c.transaction()
-        tx.set_data(CONTROLLER_EPOCH, str(zk_epoch + 1).encode(), version=epoch_stat.version)
+        tx.set_data(CONTROLLER_EPOCH, encode_controller_epoch(zk_epoch + 1), version=epoch_stat.version)
         if current is not None:
             data, stat = c.get(CONTROLLER)
             holder = parse_controller(CONTROLLER, data)
@@ -152,8 +148,7 @@ class ZkMigrationClient:
                          holder.broker_id, holder.kraft_controller_epoch)
                 return None
             tx.delete(CONTROLLER, version=stat.version)
-        tx.create(CONTROLLER, _json({"version": 2, "brokerid": self.node_id, "timestamp": str(_now_ms()),
-                                     "kraftControllerEpoch": leadership.kraft_controller_epoch}))
+        tx.create(CONTROLLER, encode_controller(self.node_id, _now_ms(), leadership.kraft_controller_epoch))
         if _failed(tx.commit()) is not None:
             return None
         log.info("Claimed ZooKeeper controller leadership: /controller_epoch %d -> %d", zk_epoch,
