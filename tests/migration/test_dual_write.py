@@ -7,7 +7,7 @@ import dataclasses
 import json
 import uuid
 
-from kraftwerk.image.model import MetadataImage
+from kraftwerk.image.model import DelegationToken, MetadataImage
 from kraftwerk.migration.dual_write import ZnodeOp, delta_plan, full_plan, image_view, plan, zookeeper_view
 from kraftwerk.migration.state import parse_cluster
 from kraftwerk.migration.translate import translate
@@ -154,3 +154,17 @@ def test_a_users_quota_removed_while_a_client_of_it_keeps_one_empties_the_user_z
     after = parse_cluster(applied(full_plan(zookeeper_view(zk), with_bob, 9), zk))
     assert after.entity_configs("users")["bob%40EX.COM"] == {"producer_byte_rate": "1.0"}
     assert after.user_client_configs[("bob%40EX.COM", "app1")] == {"producer_byte_rate": "4096.0"}
+
+
+def test_delegation_tokens_are_written_and_read_back() -> None:
+    layout, _ = sample_layout()
+    zk = layout.tree()
+    image = image_of(zk)
+    token = DelegationToken("tok-1", "User:alice", "User:admin", ("User:bob",), 1000, 9000, 5000)
+    with_token = dataclasses.replace(image, delegation_tokens=image.delegation_tokens.set("tok-1", token))
+    [read] = parse_cluster(applied(full_plan(zookeeper_view(zk), with_token, 9), zk)).delegation_tokens
+    assert (read.token_id, read.owner, read.requester, read.renewers) == ("tok-1", "User:alice", "User:admin",
+                                                                         ("User:bob",))
+    assert (read.issue_timestamp, read.max_timestamp, read.expiry_timestamp) == (1000, 9000, 5000)
+    ops = delta_plan(with_token, image, controller_epoch=9)
+    assert [(op.kind, op.path) for op in ops] == [("delete", "/delegation_token/tokens/tok-1")]

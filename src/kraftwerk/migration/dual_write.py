@@ -10,8 +10,8 @@ created when missing and never deleted. Every config entity written or removed g
 notification, so ZooKeeper-mode brokers pick it up as they would from a ZooKeeper controller.
 
 Managed: topics (assignment, topic id, partition states), topic and broker configs, client quotas
-and SCRAM credentials (``/config/users|clients|ips``), the producer id block, ACLs. Delegation tokens
-are not written yet (docs/compatibility.md).
+and SCRAM credentials (``/config/users|clients|ips``), the producer id block, ACLs, delegation tokens.
+Topics pending deletion in ZooKeeper are left alone (docs/compatibility.md).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from kraftwerk.migration.encode import (
     encode_acl_change,
     encode_acls,
     encode_config_change,
+    encode_delegation_token,
     encode_entity_config,
     encode_partition_state,
     encode_producer_id_block,
@@ -46,6 +47,7 @@ from kraftwerk.migration.znodes import (
     ACL_RESOURCE_TYPES,
     SCRAM_MECHANISMS,
     AclEntry,
+    DelegationTokenZnode,
     ProducerIdBlock,
 )
 
@@ -62,7 +64,8 @@ ENTITY_CONFIGS = (TOPIC_CONFIGS, BROKER_CONFIGS, USER_CONFIGS, CLIENT_CONFIGS, I
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 LITERAL_ACLS = "/kafka-acl"
 PREFIXED_ACLS = "/kafka-acl-extended/prefixed"
-STRUCTURAL = (TOPICS, *ENTITY_CONFIGS, LITERAL_ACLS, "/kafka-acl-extended", PREFIXED_ACLS)
+TOKENS = "/delegation_token/tokens"
+STRUCTURAL = (TOPICS, *ENTITY_CONFIGS, LITERAL_ACLS, "/kafka-acl-extended", PREFIXED_ACLS, TOKENS)
 """Parents that exist in every Kafka 3.x tree: created when missing, never deleted."""
 CHANGE_STORES = ("/config/changes", "/kafka-acl-changes", "/kafka-acl-extended-changes")
 """Where change notifications go (created when missing: a cluster without an authorizer lacks the ACL
@@ -208,6 +211,10 @@ def image_view(
         ordered = sorted(acls, key=lambda a: (a.principal, a.permission_type, a.operation, a.host))
         view[path] = encode_acls(AclEntry(a.principal, a.permission_type, a.operation, a.host)
                                  for a in ordered)
+    for token in image.delegation_tokens.values():
+        view[f"{TOKENS}/{token.token_id}"] = encode_delegation_token(DelegationTokenZnode(
+            token.token_id, token.owner, token.requester, token.renewers, token.issue_timestamp,
+            token.max_timestamp, token.expiration_timestamp))
     view.update(dict.fromkeys(CHANGE_STORES))
     return view
 
@@ -232,6 +239,8 @@ def _deletable(path: str) -> bool:
         return len(parts) == 3
     if path.startswith(PREFIXED_ACLS + "/"):
         return len(parts) == 4
+    if path.startswith(TOKENS + "/"):
+        return len(parts) == 3
     if path.startswith(LITERAL_ACLS + "/"):
         return len(parts) == 3
     return False
@@ -309,7 +318,7 @@ def delta_plan(previous: MetadataImage, image: MetadataImage, controller_epoch: 
                                                               if t.name in prev_topics), *gone])
     after = image_view(image, controller_epoch, topics=changed)
     scope = [f"{TOPICS}/{t.name}" for t in (*changed, *gone)]
-    scope += [*ENTITY_CONFIGS, LITERAL_ACLS, PREFIXED_ACLS]
+    scope += [*ENTITY_CONFIGS, LITERAL_ACLS, PREFIXED_ACLS, TOKENS]
     return plan(before, after, scope=scope, known=_DELTA_KNOWN)
 
 
