@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from kraftwerk.backoff import ExponentialBackoff
 from kraftwerk.controller.errors import ApiError
 from kraftwerk.image.model import MetadataImage, ZkMigrationState
 from kraftwerk.protocol.error_codes import Errors
@@ -162,8 +163,8 @@ class MigrationDriver:
                  max_retry_backoff_ms: int = 10_000) -> None:
         self.node_id = node_id
         self.max_lag_ms = max_lag_ms
-        self.retry_backoff_ms = retry_backoff_ms
-        self.max_retry_backoff_ms = max_retry_backoff_ms
+        self.backoff = ExponentialBackoff(retry_backoff_ms, max_retry_backoff_ms)
+        """Kafka's driver polls again after 100 ms, doubling after each failure."""
         self.state = S.UNINITIALIZED
         self.leadership = ZkMigrationLeadership()
         self.kraft_leader: tuple[int | None, int] = (None, -1)
@@ -181,7 +182,6 @@ class MigrationDriver:
         self._blocked_since_ms: int | None = None
         self._blocked_total_ms = 0
         self.last_error: str | None = None
-        self.zk_brokers_seen: frozenset[int] = frozenset()
         self.last_snapshot_write_ms = 0
         self.last_delta_write_ms = 0
         self.voters: tuple[int, ...] = ()
@@ -257,7 +257,6 @@ class MigrationDriver:
         """The broker ids ZooKeeper knows; WAIT_FOR_BROKERS moves on once each has registered with
         the quorum as a migrating ZooKeeper broker (none in ZooKeeper: nothing to wait for)."""
         self._done(ReadZkBrokers)
-        self.zk_brokers_seen = broker_ids
         if self.state is not S.WAIT_FOR_BROKERS or self._published is None:
             return
         registered = self._published.image.cluster.brokers
@@ -325,9 +324,8 @@ class MigrationDriver:
                  self.node_id, type(action).__name__, reason)
         if fenced and self.state in (S.SYNC_KRAFT_TO_ZK, *DUAL_WRITE_STATES):
             self.leadership = replace(self.leadership, zk_controller_epoch_zk_version=-2)
+        self._retry_at_ms = now_ms + self.backoff.delay_ms(self._failures)
         self._failures += 1
-        self._retry_at_ms = now_ms + min(self.retry_backoff_ms * 2 ** (self._failures - 1),
-                                         self.max_retry_backoff_ms)
 
     # ------------------------------------------------------------------ next action
 
