@@ -226,6 +226,18 @@ def test_the_lag_clock_restarts_at_the_oldest_batch_zookeeper_still_lacks() -> N
     assert d.writes_blocked(2801)
 
 
+def test_a_write_finishing_after_a_leader_change_is_ignored() -> None:
+    d = MigrationDriver(1, max_lag_ms=1000)
+    run_to_dual_write(d)
+    d.publish(image(ZkMigrationState.MIGRATION), 21, 5, 0)
+    write = d.poll(0)
+    assert isinstance(write, WriteToZk)
+    d.on_leader_change(2, 6)
+    d.on_leader_change(1, 7)
+    d.zk_written(write, 9)
+    assert d.leadership.kraft_metadata_offset == 20 and d.state is S.WAIT_FOR_CONTROLLER_QUORUM
+
+
 def test_failures_back_off_exponentially() -> None:
     d = MigrationDriver(1, max_lag_ms=1000, retry_backoff_ms=100, max_retry_backoff_ms=300)
     run_to_dual_write(d)

@@ -297,6 +297,8 @@ class MigrationDriver:
         """ZooKeeper now holds ``action.image``; ``/migration`` is at ``migration_zk_version``;
         ``took_ms`` is the write's duration (``ZkWriteSnapshotTimeMs`` / ``ZkWriteDeltaTimeMs``)."""
         self._done(WriteToZk)
+        if action.leadership.kraft_controller_epoch != self.leadership.kraft_controller_epoch:
+            return  # started before a leader change: the new term reads /migration again anyway
         if action.full:
             self.last_snapshot_write_ms = took_ms
         else:
