@@ -51,6 +51,13 @@ def test_bootstrap_starts_in_pre_migration_and_refuses_client_writes() -> None:
     assert refused["errorMessage"] == "The controller is in pre-migration mode."
 
 
+def test_api_versions_reports_zk_migration_ready() -> None:
+    log, ctl = migrating_cluster()
+    hello = {"clientSoftwareName": "t", "clientSoftwareVersion": "1"}
+    assert call(log, ctl, 18, 3, hello)["zkMigrationReady"]
+    assert not call(log, controller(bootstrap_records=MV39), 18, 3, hello)["zkMigrationReady"]
+
+
 def test_dual_write_lag_past_the_bound_refuses_writes_with_a_retriable_error() -> None:
     log, ctl = migrating_cluster()
     driver = ctl.migration

@@ -362,7 +362,9 @@ class QuorumController:
 
     def api_versions(self, request: Request) -> Respond:
         levels, epoch = self.finalized_features()
-        return Respond(api_versions_body(request.version, self._api_ranges, self.software, levels, epoch))
+        body = api_versions_body(request.version, self._api_ranges, self.software, levels, epoch)
+        body["zkMigrationReady"] = self.migration is not None  # KIP-866, as a 3.9 controller reports it
+        return Respond(body)
 
     # ------------------------------------------------------------------ Envelope
 
