@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,13 +14,13 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
-from prometheus_client.parser import text_string_to_metric_families
 
 from kraftwerk.migration.reader import connect, read_tree
 from kraftwerk.migration.state import parse_cluster
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.runtime.admin_client import AdminClient
 from kraftwerk.runtime.local_cluster import LocalCluster, format_cluster, plan_cluster
+from kraftwerk.runtime.metrics import scrape
 from kraftwerk.runtime.zookeeper import ZooKeeperServer
 from kraftwerk.storage.metadata_log import iter_metadata_batches
 from tests.cluster.helpers import cli
@@ -78,6 +77,7 @@ def migrated(zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactor
     cluster.save()
     try:
         cluster.start_all(60)
+        cluster.save()
         yield cluster, zookeeper
     finally:
         cluster.stop(cluster.nodes)
@@ -104,18 +104,13 @@ def show(cluster: LocalCluster, node_id: int) -> dict[str, Any]:
 
 
 def metrics(cluster: LocalCluster) -> dict[str, float]:
-    """The active controller's gauges (sample name, with the state label for the driver's)."""
+    """The active controller's gauges."""
     active = wait_for("an active controller", cluster.active_controller)
     info = cluster.ready_info(cluster.node(active))
     assert info is not None and info["metricsPort"]
-    with urllib.request.urlopen(f"http://127.0.0.1:{info['metricsPort']}/metrics", timeout=10) as response:
-        text = response.read().decode()
-    out = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            label = sample.labels.get("state") or sample.labels.get("feature")
-            out[f"{sample.name}{{{label}}}" if label else sample.name] = sample.value
-    return out
+    gauges = scrape("127.0.0.1", info["metricsPort"])
+    assert gauges is not None
+    return gauges
 
 
 def create_topic(cluster: LocalCluster, name: str) -> dict[str, Any]:
@@ -168,6 +163,9 @@ def test_the_tree_is_migrated_in_one_transaction_and_dual_write_begins(
     assert gauges["kraftwerk_migration_driver_state{DUAL_WRITE}"] == 8
     assert gauges[k + "Features{metadata.version}"] == 21  # 3.9-IV0
     assert gauges[k + "ZooKeeperBlockingKRaftMillis"] == 0
+    code, out, err = cli("cluster", "status", "--dir", str(cluster.root), "--output", "json")
+    assert code == 0, err
+    assert json.loads(out)["migration"] == {"zkMigrationState": "MIGRATION", "driverState": "DUAL_WRITE"}
 
 
 def test_a_topic_created_through_kraft_appears_in_zookeeper_in_kafkas_layout(

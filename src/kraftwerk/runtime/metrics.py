@@ -26,6 +26,7 @@ from kraftwerk.image.model import MetadataImage, ZkMigrationState
 log = logging.getLogger(__name__)
 
 PREFIX = "kafka_controller_KafkaController_"
+DRIVER_STATE = "kraftwerk_migration_driver_state"
 METADATA_TYPE_DUAL = 2
 METADATA_TYPE_KRAFT = 3
 """KIP-866's MetadataType: ZooKeeper (1), Dual (2), KRaft (3)."""
@@ -78,7 +79,7 @@ class NodeCollector(Collector):
         driver = controller.migration
         if driver is None:
             return
-        yield _gauge("kraftwerk_migration_driver_state", "The migration driver's state (Kafka's ordinal)",
+        yield _gauge(DRIVER_STATE, "The migration driver's state (Kafka's ordinal)",
                      driver.state.value, {"state": driver.state.name})
         yield _gauge(PREFIX + "ZooKeeperWriteBehindLag",
                      "Committed metadata records not yet written to ZooKeeper", driver.zk_lag_records())
@@ -114,4 +115,36 @@ class MetricsServer:
         self._server.server_close()
 
 
-__all__ = ["Cores", "MetricsServer", "NodeCollector"]
+def scrape(host: str, port: int, timeout_s: float = 2.0) -> dict[str, float] | None:
+    """A node's gauges by sample name (a labelled one as ``name{value}``), or None when unreachable."""
+    import urllib.error
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=timeout_s) as response:
+            text = response.read().decode()
+    except (OSError, urllib.error.URLError):
+        return None
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            label = next(iter(sample.labels.values()), None)
+            out[f"{sample.name}{{{label}}}" if label else sample.name] = sample.value
+    return out
+
+
+def migration_summary(gauges: dict[str, float]) -> dict[str, str] | None:
+    """KIP-866's state as an active controller reports it: ZkMigrationState and the driver's state."""
+    code = gauges.get(PREFIX + "ZkMigrationState")
+    if code is None:
+        return None
+    out = {"zkMigrationState": ZkMigrationState(int(code)).name}
+    states = [k[len(DRIVER_STATE) + 1:-1] for k in gauges if k.startswith(DRIVER_STATE + "{")]
+    if states:
+        out["driverState"] = states[0]
+    return out
+
+
+__all__ = ["Cores", "MetricsServer", "NodeCollector", "migration_summary", "scrape"]
