@@ -15,14 +15,18 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
+from kraftwerk.controller.migration_driver import MigrateMetadata
 from kraftwerk.migration.reader import connect, read_tree
 from kraftwerk.migration.state import parse_cluster
 from kraftwerk.protocol.error_codes import Errors
+from kraftwerk.protocol.frame import decode_metadata_record
+from kraftwerk.runtime import migration_io
 from kraftwerk.runtime.admin_client import AdminClient
 from kraftwerk.runtime.local_cluster import LocalCluster, format_cluster, plan_cluster
 from kraftwerk.runtime.metrics import scrape
 from kraftwerk.runtime.zookeeper import ZooKeeperServer
 from kraftwerk.storage.metadata_log import iter_metadata_batches
+from kraftwerk.versions.metadata_version import MetadataVersion
 from tests.cluster.helpers import cli
 from tests.migration.layout import Layout, kafka_uuid
 
@@ -235,3 +239,21 @@ def test_after_a_controller_failover_the_new_one_claims_zookeeper_and_dual_write
     finally:
         cluster.start(stopped)
         cluster.wait_ready([stopped], 60)
+
+
+def test_the_copy_is_appended_in_batches_inside_one_transaction(
+        migrated: tuple[LocalCluster, ZooKeeperServer], monkeypatch: pytest.MonkeyPatch) -> None:
+    _, zookeeper = migrated
+    monkeypatch.setattr(migration_io, "RECORDS_PER_BATCH", 4)
+    zk = migration_io.ZkMigrationClient(zookeeper.connect_string, node_id=1, cluster_id=CLUSTER_ID,
+                                        timeout_s=5)
+    try:
+        batches = zk.translation_batches(MigrateMetadata(MetadataVersion.IBP_3_9_IV0))
+        old = zk.translation_batches(MigrateMetadata(MetadataVersion.IBP_3_5_IV2))
+    finally:
+        zk.close()
+    names = [[decode_metadata_record(r).spec.name for r in b] for b in batches]
+    assert len(names) > 2 and all(len(b) <= 4 for b in names)
+    assert names[0][0] == "BeginTransactionRecord" and names[-1][-2:] == ["ZkMigrationStateRecord",
+                                                                          "EndTransactionRecord"]
+    assert len(old) == 1  # no metadata transactions before 3.6-IV1: one atomic batch

@@ -51,6 +51,8 @@ CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 OPS_PER_MULTI = 500
 """Znode writes per multi-op (each also carries the epoch check)."""
+RECORDS_PER_BATCH = 1000
+"""Records per appended batch of the migration transaction."""
 POLL_INTERVAL_S = 0.1
 COMMIT_TIMEOUT_S = 30.0
 
@@ -156,8 +158,10 @@ class ZkMigrationClient:
         return replace(leadership, zk_controller_epoch=zk_epoch + 1,
                        zk_controller_epoch_zk_version=epoch_stat.version + 1)
 
-    def translation_records(self, action: MigrateMetadata) -> list[bytes]:
-        """The whole tree, translated: the records of the migration transaction, encoded."""
+    def translation_batches(self, action: MigrateMetadata) -> list[list[bytes]]:
+        """The whole tree, translated, as the batches to append: inside a metadata transaction (from
+        3.6-IV1) batches of up to :data:`RECORDS_PER_BATCH` as Kafka's migration, else one atomic
+        batch (the only way to keep the copy all-or-nothing without transactions)."""
         tree = read_tree(self.client())
         state = parse_cluster(tree)
         if state.cluster_id is not None and state.cluster_id != self.cluster_id:
@@ -170,7 +174,10 @@ class ZkMigrationClient:
         for note in translation.notes:
             log.info("Migration: %s", note)
         log.info("Migrating %d records from ZK", len(translation.records))
-        return [r.encode() for r in translation.log_records()]
+        records = [r.encode() for r in translation.log_records()]
+        if not translation.transactional:
+            return [records]
+        return [records[i:i + RECORDS_PER_BATCH] for i in range(0, len(records), RECORDS_PER_BATCH)]
 
     def write(self, action: WriteToZk) -> int:
         """Make ZooKeeper hold ``action.image``; returns ``/migration``'s new data version."""
@@ -272,10 +279,16 @@ class MigrationRunner:
             driver.zk_failed(action, f"{type(exc).__name__}: {exc}", _now_ms())
 
     async def _migrate(self, action: MigrateMetadata) -> None:
-        """Append the translated tree as one metadata transaction and wait for it to commit."""
-        records = await asyncio.to_thread(self.zk.translation_records, action)
+        """Append the translated tree as one metadata transaction and wait for it to commit (a failover
+        in between leaves an open transaction, which the next active controller aborts)."""
+        batches = await asyncio.to_thread(self.zk.translation_batches, action)
         epoch = self.raft.node.epoch
-        offset = self.host.write(records)
+        offset = None
+        for batch in batches:
+            offset = self.host.write(batch)
+            if offset is None or self.raft.node.epoch != epoch:
+                offset = None
+                break
         if offset is None or not await self.raft.wait_committed(offset, COMMIT_TIMEOUT_S):
             raise ZooKeeperError("the migration records did not commit (leadership moved)")
         self.driver.migrated(offset, epoch)
