@@ -7,6 +7,9 @@ import dataclasses
 import json
 import uuid
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from kraftwerk.image.model import DelegationToken, MetadataImage
 from kraftwerk.migration.dual_write import ZnodeOp, delta_plan, full_plan, image_view, plan, zookeeper_view
 from kraftwerk.migration.state import parse_cluster
@@ -168,3 +171,46 @@ def test_delegation_tokens_are_written_and_read_back() -> None:
     assert (read.issue_timestamp, read.max_timestamp, read.expiry_timestamp) == (1000, 9000, 5000)
     ops = delta_plan(with_token, image, controller_epoch=9)
     assert [(op.kind, op.path) for op in ops] == [("delete", "/delegation_token/tokens/tok-1")]
+
+
+_ROOTS: dict[str, bytes | None] = {"/brokers": None, "/brokers/topics": None, "/config": None,
+                                   "/config/topics": None, "/config/changes": None}
+
+
+def _views() -> st.SearchStrategy[dict[str, bytes | None]]:
+    """A managed view: topics with partitions and states, and topic configs, with varying data."""
+    topic = st.tuples(st.sampled_from("abcd"), st.sets(st.integers(0, 2), max_size=3), st.integers(0, 3),
+                      st.booleans())
+
+    def build(topics: list[tuple[str, set[int], int, bool]]) -> dict[str, bytes | None]:
+        view: dict[str, bytes | None] = {}
+        for name, parts, leader, configured in topics:
+            base = f"/brokers/topics/{name}"
+            view[base] = json.dumps({"version": 3, "partitions": {str(p): [leader] for p in parts}}).encode()
+            if parts:
+                view[base + "/partitions"] = None
+            for p in parts:
+                view[f"{base}/partitions/{p}"] = None
+                view[f"{base}/partitions/{p}/state"] = json.dumps({"leader": leader, "version": 1}).encode()
+            if configured:
+                config = {"version": 1, "config": {"x": str(leader)}}
+                view[f"/config/topics/{name}"] = json.dumps(config).encode()
+        return view
+
+    return st.lists(topic, max_size=4, unique_by=lambda t: t[0]).map(build)
+
+
+@given(_views(), _views())
+def test_any_plan_applies_cleanly_and_leaves_exactly_the_wanted_znodes(
+        before: dict[str, bytes | None], after: dict[str, bytes | None]) -> None:
+    base = ZkTree([Znode(p, d, ZnodeStat()) for p, d in {**_ROOTS, **before}.items()])
+    ops = plan({**_ROOTS, **before}, {**_ROOTS, **after})
+    result = {z.path: z.data for z in applied(ops, base)}  # raises on a create without parent, ...
+    for path, data in after.items():
+        assert path in result and json.loads(result[path] or b"{}") == json.loads(data or b"{}")
+    leftovers = {p for p in result
+                 if p not in after and p not in _ROOTS and not p.startswith("/config/changes/")}
+    assert not leftovers
+    touched = {op.path.removeprefix("/config/topics/") for op in ops if op.path.startswith("/config/topics/")}
+    notes = {json.loads(op.data or b"")["entity_path"] for op in ops if op.kind == "notify"}
+    assert notes == {f"topics/{t}" for t in touched}
