@@ -257,3 +257,30 @@ def test_the_copy_is_appended_in_batches_inside_one_transaction(
     assert names[0][0] == "BeginTransactionRecord" and names[-1][-2:] == ["ZkMigrationStateRecord",
                                                                           "EndTransactionRecord"]
     assert len(old) == 1  # no metadata transactions before 3.6-IV1: one atomic batch
+
+
+def test_zookeeper_brokers_to_wait_for_are_registered_ones_and_those_assignments_name(
+        migrated: tuple[LocalCluster, ZooKeeperServer]) -> None:
+    _, zookeeper = migrated
+    client = KazooClient(hosts=zookeeper.connect_string)
+    client.start(30)
+    try:
+        client.ensure_path("/with-brokers")
+        client.chroot = "/with-brokers"
+        layout = Layout().cluster(CLUSTER_ID)
+        layout.broker(1).broker(2)
+        layout.topic("t", {0: [2, 3]}, topic_id=ORDERS)
+        layout.write(client)
+        ids = []
+        for chroot in ("/with-brokers", ""):
+            zk = migration_io.ZkMigrationClient(zookeeper.connect_string + chroot, node_id=1,
+                                                cluster_id=CLUSTER_ID, timeout_s=5)
+            try:
+                ids.append(zk.broker_ids())
+            finally:
+                zk.close()
+    finally:
+        client.stop()
+        client.close()
+    # broker 3 is down but named by an assignment; the module's tree has no registered broker at all
+    assert ids == [frozenset({1, 2, 3}), frozenset()]
