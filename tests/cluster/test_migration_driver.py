@@ -84,7 +84,9 @@ def migrated(zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactor
         cluster.save()
         yield cluster, zookeeper
     finally:
+        saved = LocalCluster.load(root)  # the pids of what a `cluster roll` restarted
         cluster.stop(cluster.nodes)
+        saved.stop(saved.nodes)
 
 
 def read_zookeeper(zookeeper: ZooKeeperServer) -> Any:
@@ -238,6 +240,7 @@ def test_after_a_controller_failover_the_new_one_claims_zookeeper_and_dual_write
         assert migration_znode(zookeeper)["kraft_controller_id"] == holder["brokerid"]
     finally:
         cluster.start(stopped)
+        cluster.save()
         cluster.wait_ready([stopped], 60)
 
 
@@ -284,3 +287,22 @@ def test_zookeeper_brokers_to_wait_for_are_registered_ones_and_those_assignments
         client.close()
     # broker 3 is down but named by an assignment; the module's tree has no registered broker at all
     assert ids == [frozenset({1, 2, 3}), frozenset()]
+
+
+def test_controllers_rolled_without_the_flag_finalize_the_migration(
+        migrated: tuple[LocalCluster, ZooKeeperServer]) -> None:
+    """Last in the module: it ends the migration (POST_MIGRATION is permanent)."""
+    cluster, zookeeper = migrated
+    wait_for("dual write", lambda: migration_znode(zookeeper).get("kraft_metadata_offset", -1) > 0)
+    nodes = ("--node", "1", "--node", "2", "--node", "3")
+    code, _, err = cli("cluster", "roll", "--dir", str(cluster.root), "--config",
+                       "zookeeper.metadata.migration.enable=false", *nodes)
+    assert code == 0, err
+    wait_for("POST_MIGRATION", lambda: show(LocalCluster.load(cluster.root), 1)["zkMigrationState"]
+             == "POST_MIGRATION")
+    rolled = LocalCluster.load(cluster.root)
+    gauges = metrics(rolled)
+    assert gauges["kafka_controller_KafkaController_ZkMigrationState"] == 3
+    assert gauges["kafka_controller_KafkaController_MetadataType"] == 3  # KRaft
+    assert not [k for k in gauges if k.startswith("kraftwerk_migration_driver_state")]  # no driver now
+    assert create_topic(rolled, "kraft-only")["errorCode"] == 0
