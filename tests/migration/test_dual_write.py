@@ -17,7 +17,7 @@ from kraftwerk.migration.translate import translate
 from kraftwerk.migration.tree import ZkTree, Znode, ZnodeStat
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.versions.metadata_version import MetadataVersion
-from tests.image.helpers import replay
+from tests.image.helpers import rec, replay
 from tests.migration.layout import sample_layout
 
 MV = MetadataVersion.IBP_3_9_IV0
@@ -214,3 +214,15 @@ def test_any_plan_applies_cleanly_and_leaves_exactly_the_wanted_znodes(
     touched = {op.path.removeprefix("/config/topics/") for op in ops if op.path.startswith("/config/topics/")}
     notes = {json.loads(op.data or b"")["entity_path"] for op in ops if op.kind == "notify"}
     assert notes == {f"topics/{t}" for t in touched}
+
+
+def test_a_leader_change_writes_only_that_partitions_state() -> None:
+    """Replay keeps unchanged maps as the same objects, so a delta renders only what it touched."""
+    layout, ids = sample_layout()
+    image = image_of(layout.tree())
+    moved = replay([rec("PartitionChangeRecord", partitionId=1, topicId=ids["orders"], leader=3)], image)
+    assert moved.configs is image.configs and moved.acls is image.acls
+    ops = delta_plan(image, moved, controller_epoch=9)
+    assert [(op.kind, op.path) for op in ops] == [("set", "/brokers/topics/orders/partitions/1/state")]
+    assert json.loads(ops[0].data or b"")["leader"] == 3
+

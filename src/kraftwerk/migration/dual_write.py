@@ -172,19 +172,44 @@ def _config_path(resource: ConfigResource) -> str | None:
     return None
 
 
+SECTIONS = frozenset({"configs", "quotas", "producer_ids", "acls", "tokens"})
+"""The parts of an image besides topics; a delta renders only those whose map changed."""
+
+
 def image_view(
-    image: MetadataImage, controller_epoch: int, *, topics: Iterable[TopicImage] | None = None
+    image: MetadataImage, controller_epoch: int, *, topics: Iterable[TopicImage] | None = None,
+    sections: frozenset[str] = SECTIONS,
 ) -> dict[str, bytes | None]:
-    """What ZooKeeper must hold for ``image`` (only ``topics``' znodes when given, for a delta)."""
+    """What ZooKeeper must hold for ``image`` (for a delta: only ``topics``' znodes and ``sections``)."""
     view: dict[str, bytes | None] = {}
-    for topic in image.topics.by_id.values() if topics is None else topics:
+    rendered = list(image.topics.by_id.values() if topics is None else topics)
+    for topic in rendered:
         view.update(_topic_view(topic, controller_epoch))
-    for resource, config in image.configs.items():
-        path = _config_path(resource)
-        if path is not None and (config or resource.type == TOPIC_RESOURCE):
-            view[path] = encode_entity_config(config)
-    for topic in image.topics.by_id.values() if topics is None else topics:
+    if "configs" in sections:
+        for resource, config in image.configs.items():
+            path = _config_path(resource)
+            if path is not None and (config or resource.type == TOPIC_RESOURCE):
+                view[path] = encode_entity_config(config)
+    for topic in rendered:
         view.setdefault(config_path("topics", topic.name), _NO_CONFIG)  # Kafka creates one per topic
+    if "quotas" in sections:
+        view.update(_quota_view(image))
+    if "producer_ids" in sections and image.producer_ids_next >= 0:
+        view[PRODUCER_ID_BLOCK] = _producer_id_block(image.producer_ids_next)
+    if "acls" in sections:
+        view.update(_acl_view(image))
+    if "tokens" in sections:
+        for token in image.delegation_tokens.values():
+            view[f"{TOKENS}/{token.token_id}"] = encode_delegation_token(DelegationTokenZnode(
+                token.token_id, token.owner, token.requester, token.renewers, token.issue_timestamp,
+                token.max_timestamp, token.expiration_timestamp))
+    view.update(dict.fromkeys(CHANGE_STORES))
+    return view
+
+
+def _quota_view(image: MetadataImage) -> dict[str, bytes | None]:
+    """Client quotas and SCRAM credentials, which share the ``/config/users`` znodes."""
+    view: dict[str, bytes | None] = {}
     entity_configs: dict[str, dict[str, str]] = {}
     for entity, quotas in image.client_quotas.items():
         path = _quota_path(entity)
@@ -200,22 +225,20 @@ def image_view(
         user = path.rsplit("/", 2)[0]
         view.setdefault(user, _NO_CONFIG)  # a user's own znode holds its clients
         view[user + "/clients"] = None
-    if image.producer_ids_next >= 0:
-        view[PRODUCER_ID_BLOCK] = _producer_id_block(image.producer_ids_next)
+    return view
+
+
+def _acl_view(image: MetadataImage) -> dict[str, bytes | None]:
     by_resource: dict[str, list[StandardAcl]] = {}
     for acl in image.acls.values():
         path = _acl_path(acl)
         if path is not None:
             by_resource.setdefault(path, []).append(acl)
+    view: dict[str, bytes | None] = {}
     for path, acls in by_resource.items():
         ordered = sorted(acls, key=lambda a: (a.principal, a.permission_type, a.operation, a.host))
         view[path] = encode_acls(AclEntry(a.principal, a.permission_type, a.operation, a.host)
                                  for a in ordered)
-    for token in image.delegation_tokens.values():
-        view[f"{TOKENS}/{token.token_id}"] = encode_delegation_token(DelegationTokenZnode(
-            token.token_id, token.owner, token.requester, token.renewers, token.issue_timestamp,
-            token.max_timestamp, token.expiration_timestamp))
-    view.update(dict.fromkeys(CHANGE_STORES))
     return view
 
 
@@ -309,14 +332,22 @@ def _is_config_entity(path: str) -> bool:
 
 
 def delta_plan(previous: MetadataImage, image: MetadataImage, controller_epoch: int) -> list[ZnodeOp]:
-    """The writes for one committed change: topics whose value changed (or vanished) are rendered
-    again; configs, the producer id block and ACLs are small and compared whole."""
+    """The writes for one committed change: only topics whose value changed (or vanished) and the
+    sections whose map is a new one (the image's maps are persistent: an unchanged one is the same
+    object) are rendered, so a change costs what it touches, not the size of the cluster."""
     prev_topics, new_topics = previous.topics.by_name, image.topics.by_name
     changed = [t for name, t in new_topics.items() if prev_topics.get(name) is not t]
     gone = [t for name, t in prev_topics.items() if name not in new_topics]
+    moved = {"configs": previous.configs is not image.configs,
+             "quotas": previous.client_quotas is not image.client_quotas or previous.scram is not image.scram,
+             "producer_ids": previous.producer_ids_next != image.producer_ids_next,
+             "acls": previous.acls is not image.acls,
+             "tokens": previous.delegation_tokens is not image.delegation_tokens}
+    sections = frozenset(name for name, differs in moved.items() if differs)
     before = image_view(previous, controller_epoch, topics=[*(prev_topics[t.name] for t in changed
-                                                              if t.name in prev_topics), *gone])
-    after = image_view(image, controller_epoch, topics=changed)
+                                                              if t.name in prev_topics), *gone],
+                        sections=sections)
+    after = image_view(image, controller_epoch, topics=changed, sections=sections)
     scope = [f"{TOPICS}/{t.name}" for t in (*changed, *gone)]
     scope += [*ENTITY_CONFIGS, LITERAL_ACLS, PREFIXED_ACLS, TOKENS]
     return plan(before, after, scope=scope, known=_DELTA_KNOWN)
