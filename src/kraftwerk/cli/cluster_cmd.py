@@ -219,9 +219,11 @@ def _check_restart_flags(args: argparse.Namespace, cluster: LocalCluster) -> Non
 
 def _status(args: argparse.Namespace) -> int:
     from kraftwerk.runtime.local_cluster import LocalCluster, api_versions, pid_alive
+    from kraftwerk.runtime.metrics import migration_summary, scrape
 
     cluster = LocalCluster.load(args.dir)
     rows: list[dict[str, Any]] = []
+    migration: dict[str, Any] | None = None
     for node in cluster.nodes:
         alive = node.pid is not None and pid_alive(node.pid)
         info = cluster.ready_info(node) if alive else None
@@ -229,6 +231,8 @@ def _status(args: argparse.Namespace) -> int:
         body = api_versions(node.address, 2.0) if alive else None
         finalized = {f["name"]: f["maxVersionLevel"] for f in (body or {}).get("finalizedFeatures", [])}
         state = "ready" if info else ("fenced" if refused else ("starting" if alive else "stopped"))
+        gauges = scrape("127.0.0.1", info["metricsPort"]) if info and info.get("metricsPort") else None
+        migration = migration or (migration_summary(gauges) if gauges else None)
         rows.append({
             "nodeId": node.node_id, "roles": node.roles, "address": node.address, "pid": node.pid,
             "state": state,
@@ -238,9 +242,11 @@ def _status(args: argparse.Namespace) -> int:
             "reason": (refused or {}).get("reason"),
         })
     if args.output == "json":
-        print_json({"clusterId": cluster.cluster_id, "nodes": rows})
+        print_json({"clusterId": cluster.cluster_id, "nodes": rows, "migration": migration})
         return 0
     print(f"Cluster {cluster.cluster_id} in {args.dir}")
+    if migration is not None:
+        print("ZooKeeper migration: " + ", ".join(f"{k}={v}" for k, v in migration.items()))
     for r in rows:
         levels: dict[str, int] = r["finalizedFeatures"]
         feats = ", ".join(f"{k}={v}" for k, v in sorted(levels.items())) or "-"

@@ -124,6 +124,7 @@ class ClusterControlManager:
             current is not None
             and current.incarnation_id == self._c.incarnation_id
             and dict(current.supported_features) == {f["name"]: _srange(f) for f in wanted["features"]}
+            and current.zk_migration_ready == wanted["zkMigrationReady"]
         ):
             return []
         if self._self_registration_sent_offset == self._c.last_committed_offset:
@@ -323,7 +324,7 @@ class ClusterControlManager:
         return {
             "controllerId": self._c.node_id,
             "incarnationId": self._c.incarnation_id,
-            "zkMigrationReady": False,
+            "zkMigrationReady": self._c.migration is not None,
             "listeners": [
                 {"name": e.name, "host": e.host, "port": e.port, "securityProtocol": e.security_protocol}
                 for e in self._c.listeners
@@ -343,8 +344,10 @@ class ClusterControlManager:
         if current is None or current.incarnation_id != self._c.incarnation_id:
             return True
         # New software (a rolling upgrade) changes the supported ranges: register them again.
-        wanted = self.controller_registration_body()["features"]
-        return dict(current.supported_features) != {f["name"]: _srange(f) for f in wanted}
+        wanted = self.controller_registration_body()
+        features = {f["name"]: _srange(f) for f in wanted["features"]}
+        return (dict(current.supported_features) != features
+                or current.zk_migration_ready != wanted["zkMigrationReady"])
 
     def unregister_broker(self, request: Request) -> AppendThenRespond:
         body = cast(UnregisterBrokerRequest, request.body)

@@ -87,14 +87,16 @@ class ZooKeeperServer:
     def log_path(self) -> Path:
         return self.root / "server.log"
 
-    def start(self, attempts: int = 3) -> ZooKeeperServer:
-        """Start the server and wait until it answers ``ruok``."""
+    def start(self, attempts: int = 3, *, same_port: bool = False) -> ZooKeeperServer:
+        """Start the server and wait until it answers ``ruok`` (on the port it had before with
+        ``same_port``: a restart its clients reconnect to)."""
         if not zookeeper_installed():
             raise ZooKeeperUnavailableError(
                 f"ZooKeeper is not installed ({ZOOKEEPER_JAR} or java missing): run scripts/setup.sh, or "
                 "apt-get install zookeeper")
         for attempt in range(attempts):
-            self.port = free_ports(1)[0]
+            if not (same_port and self.port):
+                self.port = free_ports(1)[0]
             if self._start_once():
                 log.info("ZooKeeper started on %s (pid %d)", self.connect_string, self.pid)
                 return self
