@@ -171,6 +171,8 @@ def test_broker_round_trip(info: BrokerInfo) -> None:
     assert b.endpoints == tuple(e.connection_string for e in info.endpoints)
     assert (b.host, b.port) == ((plaintext.host, plaintext.port) if plaintext else (None, -1))
     assert b.rack == (info.rack if info.version >= 3 else None)
+    assert dict(b.security_protocols) == ({e.listener: e.security_protocol for e in info.endpoints}
+                                          if info.version >= 4 else {})
 
 
 @given(assignments, st.none() | uuids, assignments, assignments)

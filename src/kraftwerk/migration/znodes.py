@@ -198,6 +198,8 @@ class BrokerZnode:
     epoch: int
     """The ZK broker epoch: the znode's czxid."""
     migration: KRaftMigrationInfo | None
+    security_protocols: tuple[tuple[str, str], ...] = ()
+    """``listener_security_protocol_map`` (v4+) as (listener, protocol) pairs; empty before v4."""
 
 
 def parse_broker(path: str, data: bytes | None, stat: ZnodeStat) -> BrokerZnode:
@@ -222,9 +224,12 @@ def parse_broker(path: str, data: bytes | None, stat: ZnodeStat) -> BrokerZnode:
                                             "'isReady'")
         migration = KRaftMigrationInfo(info["isReady"], _str(path, info, "clusterId", nullable=True),
                                        _str(path, info, "ibp", nullable=True))
+    protocols = obj.get("listener_security_protocol_map", {})
+    if not isinstance(protocols, dict) or not all(isinstance(v, str) for v in protocols.values()):
+        raise MalformedZnodeError(path, "field 'listener_security_protocol_map' must be an object of strings")
     return BrokerZnode(int(name), version, _str(path, obj, "host", nullable=True),
                        _int(path, obj, "port", -1), endpoints, _str(path, obj, "rack", nullable=True),
-                       stat.czxid, migration)
+                       stat.czxid, migration, tuple(protocols.items()))
 
 
 # ---------------------------------------------------------------------------- topics
