@@ -97,7 +97,8 @@ class ZkSet:
     path: str
     data: bytes
     version: int
-    """The znode version the decision was made on (a conditional write)."""
+    """The znode version the decision was made on (a conditional write); -1: unconditional, and
+    the znode is created if it does not exist (Kafka's ``setOrCreateEntityConfigs``)."""
 
 
 @dataclass(frozen=True, slots=True)

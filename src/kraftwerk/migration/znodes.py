@@ -325,6 +325,15 @@ def parse_entity_config(path: str, data: bytes | None) -> dict[str, str]:
     return dict(raw)
 
 
+def parse_config_change(path: str, data: bytes | None) -> str:
+    """``/config/changes/config_change_N``: the changed entity's path under ``/config`` (v2's
+    ``entity_path``; v1's ``entity_type`` and ``entity_name`` joined the same way)."""
+    obj = _json(path, data)
+    if _version(path, obj, range(1, 3)) == 1:
+        return f"{_req_str(path, obj, 'entity_type')}/{_req_str(path, obj, 'entity_name')}"
+    return _req_str(path, obj, "entity_path")
+
+
 @dataclass(frozen=True, slots=True)
 class ScramCredentialValue:
     mechanism: int
