@@ -213,3 +213,16 @@ def test_deletion_stops_and_deletes_the_replicas_then_the_znodes() -> None:
     change = next(w for w in d.writes if isinstance(w, ZkCreate))
     assert change.sequential and change.path == "/config/changes/config_change_"
     assert "orders" not in c.topics
+
+
+def test_a_new_controller_takes_brokers_that_died_meanwhile_out_of_the_isrs() -> None:
+    layout = Layout().cluster("MkU3OEVBNTcwNTJENDM2Qk", controller=3, controller_epoch=4)
+    for b in (1, 2):
+        layout.broker(b)
+    layout.topic("orders", {0: [3, 1, 2], 1: [1, 2, 3]}, topic_id=ORDERS, leader_epoch=2, partition_epoch=5)
+    c = ZkController(1, 5, parse_cluster(layout.tree()))
+    writes = state_writes(c.become_controller())
+    s0, _ = writes["/brokers/topics/orders/partitions/0/state"]
+    s1, _ = writes["/brokers/topics/orders/partitions/1/state"]
+    assert (s0.leader, s0.isr, s0.leader_epoch) == (1, (1, 2), 3)
+    assert (s1.leader, s1.isr, s1.leader_epoch) == (1, (1, 2), 3)

@@ -76,6 +76,10 @@ class ZkBrokerCore(BrokerNode):
     def image(self) -> MetadataImage:
         return self._cache
 
+    def _client_controller_id(self) -> int:
+        """ZK-mode brokers name the real controller to clients (a broker, unlike in KRaft)."""
+        return self.controller_id if self.controller_id is not None else -1
+
     # ------------------------------------------------------------------ the controller's requests
 
     def _stale(self, body: Mapping[str, Any]) -> Errors | None:

@@ -1,4 +1,5 @@
-"""``kraftwerk server start --config server.properties``: run one KRaft node (``kafka-server-start.sh``).
+"""``kraftwerk server start --config server.properties``: run one KRaft node (``kafka-server-start.sh``),
+or a ZooKeeper-mode broker when the file sets ``zookeeper.connect`` and no ``process.roles``.
 
 The process logs to stderr (and to ``kraftwerk.log.file`` / ``--log-file`` when set) at INFO or
 ``--log-level``, with per-logger levels from ``KRAFTWERK_LOG_LEVELS`` (``logger=LEVEL,...``, e.g.
@@ -19,8 +20,10 @@ import sys
 from typing import Any
 
 from kraftwerk.cli.args import input_file, key_value, log_level, output_file
+from kraftwerk.config import properties_values
 from kraftwerk.runtime.config import ServerConfig
 from kraftwerk.runtime.errors import ConfigError
+from kraftwerk.runtime.zk_config import ZkServerConfig, is_zookeeper_mode
 
 LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
 LOG_LEVELS_ENV = "KRAFTWERK_LOG_LEVELS"
@@ -65,6 +68,12 @@ def _configure_logging(level: str, log_file: str | None) -> None:
 
 
 def _start(args: argparse.Namespace) -> int:
+    props = {**properties_values(args.config.read_text(encoding="latin-1"), str(args.config)),
+             **dict(args.override)}
+    if is_zookeeper_mode(props):
+        zk_config = ZkServerConfig.from_properties(props)
+        _configure_logging(args.log_level or "INFO", str(args.log_file) if args.log_file else None)
+        return asyncio.run(_run_zk(zk_config))
     config = ServerConfig.load(args.config)
     if args.override:
         config = ServerConfig.from_properties({**config.raw, **dict(args.override)})
@@ -78,6 +87,23 @@ async def _run(config: ServerConfig) -> int:
     from kraftwerk.runtime.node import Node
 
     node = Node(config)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, node.stopped.set)
+    try:
+        await node.start()
+    except BaseException:
+        await node.stop()
+        raise
+    await node.stopped.wait()
+    await node.stop()
+    return node.exit_code
+
+
+async def _run_zk(config: ZkServerConfig) -> int:
+    from kraftwerk.runtime.zk_node import ZkNode
+
+    node = ZkNode(config)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, node.stopped.set)

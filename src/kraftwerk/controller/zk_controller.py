@@ -179,8 +179,9 @@ class ZkController:
     # ------------------------------------------------------------------ events
 
     def become_controller(self) -> Decisions:
-        """Kafka's ``onControllerFailover``: assign missing topic ids, elect leaders for partitions
-        without a live one, then tell every broker everything."""
+        """Kafka's ``onControllerFailover``: assign missing topic ids, take brokers that are gone out
+        of the ISRs, elect leaders for partitions without a live one, then tell every broker
+        everything."""
         out = Decisions()
         pending, self._pending_topics = self._pending_topics, {}
         for name, znode in pending.items():
@@ -190,6 +191,8 @@ class ZkController:
             missing = [p for p in sorted(topic.replicas) if p not in topic.states]
             if missing:  # a crash between the topic znode and its state znodes
                 self._new_partitions(topic, missing, out)
+        gone = {r for tp in self._all_partitions() for r in self._state(tp).isr} - set(self.brokers)
+        self._replicas_offline(gone, out)  # brokers that died while no controller was watching
         self._elect(self._all_partitions(), out)
         for b in sorted(self.brokers):
             self._leader_and_isr(b, self._partitions_on(b), out, is_new=False)
