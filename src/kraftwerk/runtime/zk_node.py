@@ -555,7 +555,10 @@ class ZkNode:
         if key in (ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA):
             apply = {ApiKey.LEADER_AND_ISR: core.leader_and_isr, ApiKey.UPDATE_METADATA: core.update_metadata,
                      ApiKey.STOP_REPLICA: core.stop_replica}[ApiKey(key)]
+            known = set(core.image.topics.by_name)
             response = apply(body)
+            if not set(core.image.topics.by_name) <= known:
+                await self._reload_configs()  # a new topic's config znode (written without a notification)
             self._image_changed()
             return shape_response(key, version, response)
         if key == ApiKey.ALTER_PARTITION:
