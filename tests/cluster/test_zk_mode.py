@@ -38,8 +38,8 @@ pytestmark = [pytest.mark.cluster, pytest.mark.interop, pytest.mark.zookeeper, p
 TOPIC = "zk-orders"
 PARTITIONS = 3
 #: The keys of Kafka 3.9's znodes (reference/zookeeper-layout.md's examples).
-BROKER_KEYS = {"features", "listener_security_protocol_map", "endpoints", "jmx_port", "port", "host", "version",
-               "timestamp"}
+BROKER_KEYS = {"features", "listener_security_protocol_map", "endpoints", "jmx_port", "port", "host",
+               "version", "timestamp"}
 STATE_KEYS = {"controller_epoch", "leader", "version", "leader_epoch", "isr"}
 TOPIC_KEYS = {"partitions", "topic_id", "adding_replicas", "removing_replicas", "version"}
 CONTROLLER_KEYS = {"version", "brokerid", "timestamp", "kraftControllerEpoch"}
@@ -110,7 +110,8 @@ def test_clients_create_a_topic_produce_and_consume(cluster: LocalCluster) -> No
     parts = _partitions(cluster.bootstrap_servers)
     assert sorted(parts) == [0, 1, 2] and all(sorted(p["isr_nodes"]) == [1, 2, 3] for p in parts.values())
     _produce(cluster.bootstrap_servers, [b"kp-%d" % i for i in range(300)])
-    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "enable.idempotence": True})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
+                         "enable.idempotence": True})
     errors: list[Any] = []
     for i in range(300):
         producer.produce(TOPIC, value=b"ck-%d" % i, partition=i % PARTITIONS,
@@ -122,8 +123,8 @@ def test_clients_create_a_topic_produce_and_consume(cluster: LocalCluster) -> No
 
 
 def test_znodes_are_kafkas_layout(cluster: LocalCluster) -> None:
-    code, out, err = cli("configs", "--alter", "--bootstrap-server", cluster.bootstrap_servers, "--topic", TOPIC,
-                         "--add-config", "segment.ms=600000")
+    code, out, err = cli("configs", "--alter", "--bootstrap-server", cluster.bootstrap_servers,
+                         "--topic", TOPIC, "--add-config", "segment.ms=600000")
     assert code == 0, err
     with connect(_zk(cluster)) as zk:
         data, _ = zk.get("/cluster/id")
@@ -139,7 +140,8 @@ def test_znodes_are_kafkas_layout(cluster: LocalCluster) -> None:
             assert set(json.loads(data)) == BROKER_KEYS and stat.ephemeralOwner != 0
             reg = parse_broker(f"/brokers/ids/{b}", data, stat)
             assert reg.version == 5 and reg.endpoints == (f"PLAINTEXT://{cluster.node(b).address}",)
-            assert dict(reg.security_protocols) == {"PLAINTEXT": "PLAINTEXT"} and json.loads(data)["features"] == {}
+            assert dict(reg.security_protocols) == {"PLAINTEXT": "PLAINTEXT"}
+            assert json.loads(data)["features"] == {}
         data, _ = zk.get(f"/brokers/topics/{TOPIC}")
         assert set(json.loads(data)) == TOPIC_KEYS
         topic = parse_topic(f"/brokers/topics/{TOPIC}", data)
@@ -155,17 +157,17 @@ def test_znodes_are_kafkas_layout(cluster: LocalCluster) -> None:
         changes = [parse_config_change(f"/config/changes/{c}", zk.get(f"/config/changes/{c}")[0])
                    for c in sorted(zk.get_children("/config/changes"))]
         assert changes[-1] == f"topics/{TOPIC}"
-        state = parse_cluster(read_tree(zk))
-    assert state.invalid == [] and sorted(state.brokers) == [1, 2, 3]
-    code, out, _ = cli("topics", "--describe", "--bootstrap-server", cluster.bootstrap_servers, "--topic", TOPIC,
-                       "--output", "json")
+        tree = parse_cluster(read_tree(zk))
+    assert tree.invalid == [] and sorted(tree.brokers) == [1, 2, 3]
+    code, out, _ = cli("topics", "--describe", "--bootstrap-server", cluster.bootstrap_servers,
+                       "--topic", TOPIC, "--output", "json")
     [described] = json.loads(out)
     assert code == 0 and described["configs"] == config and described["partitionCount"] == PARTITIONS
 
 
 def test_the_migration_check_runs_against_the_live_cluster(cluster: LocalCluster) -> None:
     configs = [str(n.config_path(cluster.root)) for n in cluster.nodes]
-    code, out, err = cli("migration", "check", "--zookeeper", _zk(cluster), "--output", "json",
+    code, out, _ = cli("migration", "check", "--zookeeper", _zk(cluster), "--output", "json",
                          *[a for c in configs for a in ("--broker-config", c)])
     report = json.loads(out)
     checks = {c["check"]: c["status"] for c in report["checks"]}
@@ -191,7 +193,7 @@ def test_a_killed_broker_loses_its_partitions_while_clients_keep_producing(clust
                 _produce(survivors, values)
                 produced.extend(values)
                 time.sleep(0.5)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test thread
+        except BaseException as exc:  # reported by the test thread
             failures.append(exc)
 
     producer = threading.Thread(target=keep_producing)

@@ -201,14 +201,14 @@ def _plan_zookeeper_mode(args: argparse.Namespace, root: Path) -> LocalCluster:
     refused = [flag for flag, value in (("--controllers", args.controllers), ("--release-version",
                args.release_version), ("--static-quorum", args.static_quorum or None)) if value is not None]
     if refused:
-        raise NodeError(f"{', '.join(refused)} cannot be used with --zookeeper: a ZooKeeper-mode cluster has no "
-                        "KRaft controllers and no metadata.version")
+        raise NodeError(f"{', '.join(refused)} cannot be used with --zookeeper: a ZooKeeper-mode cluster "
+                        "has no KRaft controllers and no metadata.version")
     software = args.software_version if args.software_version not in (None, "latest") else ZK_SOFTWARE_VERSION
     if not SoftwareVersion.for_release(software).release.startswith("3."):
         raise NodeError(f"ZooKeeper mode was removed in Kafka 4.0: --software-version {software} cannot run "
                         "a ZooKeeper-mode cluster")
-    cluster = plan_zk_cluster(root.resolve(), random_cluster_id(), 3 if args.brokers is None else args.brokers,
-                              software_version=software)
+    brokers = 3 if args.brokers is None else args.brokers
+    cluster = plan_zk_cluster(root.resolve(), random_cluster_id(), brokers, software_version=software)
     for node_id, version in args.node_software_version:
         cluster.node(node_id).software_version = version
     apply_configs(cluster, cluster.nodes, dict(args.config))

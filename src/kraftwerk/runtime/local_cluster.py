@@ -90,7 +90,8 @@ class ZooKeeperProcess:
             try:
                 with connect(self.connect_string) as client:
                     if client.exists("/cluster/id") is None:
-                        client.create("/cluster/id", encode.encode_cluster_id(cluster.cluster_id), makepath=True)
+                        data = encode.encode_cluster_id(cluster.cluster_id)
+                        client.create("/cluster/id", data, makepath=True)
                 return
             except ZooKeeperError:
                 if time.monotonic() > deadline:

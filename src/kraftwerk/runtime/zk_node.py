@@ -215,15 +215,17 @@ class ZkNode:
                  self.node_id, self.node_id, self.node_id, self.broker_epoch)
         endpoints = [Endpoint(e.listener, e.connect_host(), e.port, 0)
                      for e in self.config.effective_advertised_listeners]
-        self.core = ZkBrokerCore(self.node_id, self.cluster_id, self.config.ibp, broker_epoch=self.broker_epoch,
-                                 static_configs=self.config.raw, api_versions=self._advertised,
-                                 listeners=endpoints, software=self.config.software)
+        self.core = ZkBrokerCore(self.node_id, self.cluster_id, self.config.ibp,
+                                 broker_epoch=self.broker_epoch, static_configs=self.config.raw,
+                                 api_versions=self._advertised, listeners=endpoints,
+                                 software=self.config.software)
         self.data_plane = DataPlane(self.node_id, self.config.log_dirs, self.config.software, self.config.raw,
                                     self._controller_request, lambda: self.broker_epoch,
                                     self.config.inter_broker_listener_name)
         for endpoint in self.config.listeners:
-            server = KafkaServer(_Listener(self, endpoint.listener), endpoint.host or "0.0.0.0", endpoint.port,
-                                 listener=endpoint.listener, security=self.config.security[endpoint.listener])
+            server = KafkaServer(_Listener(self, endpoint.listener), endpoint.host or "0.0.0.0",
+                                 endpoint.port, listener=endpoint.listener,
+                                 security=self.config.security[endpoint.listener])
             await server.start()
             self.servers.append(server)
             log.info("Awaiting socket connections on %s:%d (listener %s).", endpoint.host or "0.0.0.0",
@@ -245,8 +247,8 @@ class ZkNode:
             client.start(timeout=timeout)
         except KazooTimeoutError:
             client.close()
-            raise NodeError(f"Timed out waiting for connection to ZooKeeper at {self.config.zookeeper_connect}"
-                            ) from None
+            raise NodeError("Timed out waiting for connection to ZooKeeper at "
+                            f"{self.config.zookeeper_connect}") from None
         if chroot:
             client.ensure_path(chroot)
             client.chroot = chroot
@@ -266,11 +268,9 @@ class ZkNode:
         """``/cluster/id`` (created by the first broker), checked against each log dir's
         ``meta.properties`` v0, written where missing (Kafka's ZK-mode brokers format nothing)."""
         assert self.zk is not None
-        try:
+        with contextlib.suppress(self.zk.node_exists):
             self._client.create("/cluster/id", encode.encode_cluster_id(encode.kafka_uuid(uuid.uuid4())),
                                 makepath=True)
-        except self.zk.node_exists:
-            pass
         got = self.zk.get("/cluster/id")
         assert got is not None
         self.cluster_id = json.loads(got[0])["id"]
@@ -280,8 +280,8 @@ class ZkNode:
                 meta = read_meta_properties(path)
                 if meta.cluster_id not in (None, self.cluster_id):
                     raise NodeError(f"The Cluster ID {self.cluster_id} doesn't match stored clusterId "
-                                    f"Some({meta.cluster_id}) in meta.properties. The broker is trying to join the "
-                                    "wrong cluster. Configured zookeeper.connect may be wrong.")
+                                    f"Some({meta.cluster_id}) in meta.properties. The broker is trying to "
+                                    "join the wrong cluster. Configured zookeeper.connect may be wrong.")
                 if meta.node_id not in (None, self.node_id):
                     raise NodeError(f"Stored node id {meta.node_id} doesn't match previous node id "
                                     f"{self.node_id} in {path}.")
@@ -303,8 +303,8 @@ class ZkNode:
             _, stat = self._client.create(path, encode.encode_broker(info), ephemeral=True, include_data=True)
         except Exception as exc:
             if self.zk is not None and isinstance(exc, self.zk.node_exists):
-                raise NodeError(f"Error while creating ephemeral at {path}, node already exists: another broker "
-                                f"registered id {self.node_id}") from None
+                raise NodeError(f"Error while creating ephemeral at {path}, node already exists: another "
+                                f"broker registered id {self.node_id}") from None
             raise
         return int(stat.czxid)
 
@@ -359,8 +359,9 @@ class ZkNode:
         if self._ready or self.core is None or self.node_id not in self.core.image.cluster.brokers:
             return
         self._ready = True
-        info = {"pid": os.getpid(), "nodeId": self.node_id, "roles": "zk-broker", "clusterId": self.cluster_id,
-                "softwareVersion": self.config.software.release, "zookeeper": self.config.zookeeper_connect,
+        info = {"pid": os.getpid(), "nodeId": self.node_id, "roles": "zk-broker",
+                "clusterId": self.cluster_id, "softwareVersion": self.config.software.release,
+                "zookeeper": self.config.zookeeper_connect,
                 "listeners": {s.listener: s.port for s in self.servers}}
         tmp = self._ready_path().with_suffix(".tmp")
         tmp.write_text(json.dumps(info) + "\n")
@@ -432,7 +433,8 @@ class ZkNode:
         if data is not None:
             current = parse_controller("/controller", data).broker_id
             if current != self.node_id and self.controller is not None:
-                log.info("[Controller id=%d] Resigning: broker %d is the controller now", self.node_id, current)
+                log.info("[Controller id=%d] Resigning: broker %d is the controller now", self.node_id,
+                         current)
                 self.controller = None
             return
         self.controller = None
@@ -459,7 +461,8 @@ class ZkNode:
         ``/controller`` and bump ``/controller_epoch`` in one transaction; None if another won."""
         assert self.zk is not None
         with contextlib.suppress(self.zk.node_exists):
-            self._client.create("/controller_epoch", encode.encode_controller_epoch(encode.INITIAL_CONTROLLER_EPOCH))
+            initial = encode.encode_controller_epoch(encode.INITIAL_CONTROLLER_EPOCH)
+            self._client.create("/controller_epoch", initial)
         got = self.zk.get("/controller_epoch")
         assert got is not None
         epoch, version = int(got[0]), got[1].version
@@ -476,7 +479,8 @@ class ZkNode:
         assert self.zk is not None and self.controller is not None
         if decisions.writes:
             try:
-                await asyncio.to_thread(self.zk.apply, decisions.writes, ("/controller_epoch", self._epoch_version))
+                guard = ("/controller_epoch", self._epoch_version)
+                await asyncio.to_thread(self.zk.apply, decisions.writes, guard)
             except ZkWriteError as exc:
                 log.warning("[Controller id=%d] %s; resigning", self.node_id, exc)
                 self.controller = None
@@ -490,7 +494,8 @@ class ZkNode:
         await asyncio.gather(*sends)
         return True
 
-    def _peer(self, broker_id: int, endpoints: Sequence[tuple[str, str, int, int]]) -> ReconnectingClient | None:
+    def _peer(self, broker_id: int, endpoints: Sequence[tuple[str, str, int, int]]
+              ) -> ReconnectingClient | None:
         listener = self.config.inter_broker_listener_name
         endpoint = next((e for e in endpoints if e[0] == listener), endpoints[0] if endpoints else None)
         if endpoint is None:
@@ -526,7 +531,8 @@ class ZkNode:
         broker = self.core.image.cluster.brokers.get(controller_id) if controller_id is not None else None
         if broker is None:
             raise NetworkError("no controller known")
-        peer = self._peer(broker.id, [(e.name, e.host, e.port, e.security_protocol) for e in broker.listeners])
+        endpoints = [(e.name, e.host, e.port, e.security_protocol) for e in broker.listeners]
+        peer = self._peer(broker.id, endpoints)
         if peer is None:
             raise NetworkError(f"no endpoint for controller {broker.id}")
         return await peer.request(api_key, version, body, timeout_s=10)
@@ -591,9 +597,11 @@ class ZkNode:
             except ZkWriteError:
                 core.topic_exists(response, name)
         created = [t["name"] for t in response["topics"] if t["errorCode"] == 0 and t["name"] in writes]
-        await self._wait(lambda: all(
-            n in core.image.topics.by_name and all(p.leader >= 0 for p in core.image.topics.by_name[n].partitions.values())
-            for n in created), body)
+        def led(name: str) -> bool:
+            topic = core.image.topics.by_name.get(name)
+            return topic is not None and all(p.leader >= 0 for p in topic.partitions.values())
+
+        await self._wait(lambda: all(led(n) for n in created), body)
         return response
 
     async def _admin_write(self, writes: Sequence[ZkOp]) -> None:
