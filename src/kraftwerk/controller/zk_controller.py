@@ -168,12 +168,11 @@ class ZkController:
         self._new_topic_id = new_topic_id
         self.brokers = {b.broker_id: LiveBroker.from_znode(b) for b in state.brokers.values()}
         self.topics: dict[str, Topic] = {}
-        self._pending_topics = {name: t.znode for name, t in state.topics.items()}
+        self._unidentified = [t.znode for t in state.topics.values() if t.znode.topic_id is None]
         for name, t in state.topics.items():
-            if t.znode.topic_id is not None:
-                self.topics[name] = Topic(name, t.znode.topic_id, dict(t.znode.partitions), {
-                    p: LeaderIsr(s.leader, s.leader_epoch, s.isr, s.controller_epoch, s.partition_epoch,
-                                 s.leader_recovery_state) for p, s in t.states.items()})
+            self.topics[name] = Topic(name, t.znode.topic_id or new_topic_id(), dict(t.znode.partitions), {
+                p: LeaderIsr(s.leader, s.leader_epoch, s.isr, s.controller_epoch, s.partition_epoch,
+                             s.leader_recovery_state) for p, s in t.states.items()})
         self._requested_deletions = set(state.pending_deletions)
 
     # ------------------------------------------------------------------ events
@@ -183,10 +182,9 @@ class ZkController:
         of the ISRs, elect leaders for partitions without a live one, then tell every broker
         everything."""
         out = Decisions()
-        pending, self._pending_topics = self._pending_topics, {}
-        for name, znode in pending.items():
-            if name not in self.topics:
-                self._add_topic(name, znode, out)
+        unidentified, self._unidentified = self._unidentified, []
+        for znode in unidentified:  # written by an old tool: Kafka's processTopicIds gives it one
+            self._write_topic_id(znode, self.topics[znode.name].topic_id, out)
         for topic in list(self.topics.values()):
             missing = [p for p in sorted(topic.replicas) if p not in topic.states]
             if missing:  # a crash between the topic znode and its state znodes
@@ -301,14 +299,18 @@ class ZkController:
 
     def _add_topic(self, name: str, znode: TopicZnode, out: Decisions) -> None:
         topic_id = znode.topic_id
-        if topic_id is None:  # written by an old tool: Kafka's processTopicIds gives it one
+        if topic_id is None:
             topic_id = self._new_topic_id()
-            data = encode.encode_topic(znode.partitions, topic_id, adding=znode.adding_replicas,
-                                       removing=znode.removing_replicas)
-            out.writes.append(ZkSet(encode.topic_path(name), data, -1))
+            self._write_topic_id(znode, topic_id, out)
         topic = Topic(name, topic_id, dict(znode.partitions))
         self.topics[name] = topic
         self._new_partitions(topic, sorted(topic.replicas), out)
+
+    @staticmethod
+    def _write_topic_id(znode: TopicZnode, topic_id: uuid.UUID, out: Decisions) -> None:
+        data = encode.encode_topic(znode.partitions, topic_id, adding=znode.adding_replicas,
+                                   removing=znode.removing_replicas)
+        out.writes.append(ZkSet(encode.topic_path(znode.name), data, -1))
 
     def _new_partitions(self, topic: Topic, partitions: list[int], out: Decisions) -> None:
         """NewPartition → OnlinePartition: the first live replica leads, the live replicas are the ISR."""
