@@ -13,6 +13,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -226,12 +227,34 @@ def test_a_killed_broker_loses_its_partitions_while_clients_keep_producing(clust
         time.sleep(0.5)
 
 
-def test_status_and_roll(cluster: LocalCluster) -> None:
-    code, out, err = cli("cluster", "roll", "--dir", str(cluster.root), "--node", "2", "--output", "json")
+def test_roll_with_the_migration_flag_and_status(cluster: LocalCluster) -> None:
+    code, out, err = cli("cluster", "roll", "--dir", str(cluster.root), "--node", "2", "--output", "json",
+                         "--config", "zookeeper.metadata.migration.enable=true")
     assert code == 0, err
     assert json.loads(out)["restarted"][0]["softwareVersion"] == "3.9"
+    with connect(_zk(cluster)) as zk:
+        data, stat = zk.get("/brokers/ids/2")
+    reg = parse_broker("/brokers/ids/2", data, stat)  # KIP-866's registration v6 says it is ready
+    assert reg.version == 6 and reg.migration is not None
+    assert (reg.migration.is_ready, reg.migration.cluster_id, reg.migration.ibp) == (True, cluster.cluster_id,
+                                                                                      "3.9-IV0")
+    code, out, _ = cli("migration", "check", "--zookeeper", _zk(cluster), "--output", "json")
+    [flag] = [c for c in json.loads(out)["checks"] if c["check"] == "migration-enabled"]
+    assert code == 1 and flag["status"] == "UNKNOWN" and "brokers 1, 3 is not known" in flag["reason"]
     code, out, _ = cli("cluster", "status", "--dir", str(cluster.root), "--output", "json")
     rows = json.loads(out)["nodes"]
     assert code == 0 and [(r["nodeId"], r["roles"], r["state"]) for r in rows] == [
         (1, "zk-broker", "ready"), (2, "zk-broker", "ready"), (3, "zk-broker", "ready")]
     assert len(_consume(cluster.bootstrap_servers)) >= 960
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (("--controllers", "1"), "--controllers cannot be used with --zookeeper"),
+    (("--release-version", "3.9-IV0"), "--release-version cannot be used with --zookeeper"),
+    (("--software-version", "4.0"), "ZooKeeper mode was removed in Kafka 4.0"),
+])
+def test_up_refuses_what_a_zookeeper_mode_cluster_cannot_be(tmp_path: Path, flags: tuple[str, ...],
+                                                          message: str) -> None:
+    code, _, err = cli("cluster", "up", "--zookeeper", "--dir", str(tmp_path / "c"), *flags)
+    assert code == 1 and message in err and "Traceback" not in err
+    assert not (tmp_path / "c").exists()
