@@ -70,40 +70,21 @@ def _configure_logging(level: str, log_file: str | None) -> None:
 def _start(args: argparse.Namespace) -> int:
     props = {**properties_values(args.config.read_text(encoding="latin-1"), str(args.config)),
              **dict(args.override)}
-    if is_zookeeper_mode(props):
-        zk_config = ZkServerConfig.from_properties(props)
-        _configure_logging(args.log_level or "INFO", str(args.log_file) if args.log_file else None)
-        return asyncio.run(_run_zk(zk_config))
-    config = ServerConfig.load(args.config)
-    if args.override:
-        config = ServerConfig.from_properties({**config.raw, **dict(args.override)})
+    config: ServerConfig | ZkServerConfig = (ZkServerConfig.from_properties(props) if is_zookeeper_mode(props)
+                                             else ServerConfig.from_properties(props))
     # A node logs at INFO unless --log-level says otherwise (kraftwerk's own default is WARNING).
     log_file = args.log_file or config.log_file
     _configure_logging(args.log_level or "INFO", str(log_file) if log_file else None)
     return asyncio.run(_run(config))
 
 
-async def _run(config: ServerConfig) -> int:
+async def _run(config: ServerConfig | ZkServerConfig) -> int:
+    """Start the node (KRaft, or ZooKeeper-mode for a ZkServerConfig), serve until SIGTERM or
+    SIGINT or a fatal fault, stop it."""
     from kraftwerk.runtime.node import Node
-
-    node = Node(config)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, node.stopped.set)
-    try:
-        await node.start()
-    except BaseException:
-        await node.stop()
-        raise
-    await node.stopped.wait()
-    await node.stop()
-    return node.exit_code
-
-
-async def _run_zk(config: ZkServerConfig) -> int:
     from kraftwerk.runtime.zk_node import ZkNode
 
-    node = ZkNode(config)
+    node = ZkNode(config) if isinstance(config, ZkServerConfig) else Node(config)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, node.stopped.set)

@@ -11,11 +11,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
 
-from kraftwerk.config import ConfigMap, log_dirs, parse_broker_config, properties_values
-from kraftwerk.config.catalogue.controller import SOFTWARE_VERSION_CONFIG
+from kraftwerk.config import ConfigMap, log_dirs, parse_broker_config
+from kraftwerk.config.catalogue.controller import LOG_FILE_CONFIG, SOFTWARE_VERSION_CONFIG
 from kraftwerk.config.errors import ConfigError, ConfigValueError, MissingConfigError
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.migration.reader import parse_connect
@@ -47,20 +46,13 @@ class ZkServerConfig:
     ibp: MetadataVersion
     migration_enabled: bool
     rack: str | None
+    log_file: str | None = None
     raw: Mapping[str, str] = field(default_factory=lambda: ConfigMap({}))
     security: Mapping[str, ListenerSecurity] = field(default_factory=dict, repr=False)
 
     @property
     def effective_advertised_listeners(self) -> tuple[Endpoint, ...]:
         return self.advertised_listeners or self.listeners
-
-    @classmethod
-    def load(cls, path: Path | str) -> ZkServerConfig:
-        try:
-            text = Path(path).read_text(encoding="latin-1")
-        except OSError as exc:
-            raise ConfigError(f"Unable to read {path}: {exc.strerror or exc}") from None
-        return cls.from_properties(properties_values(text, str(path)))
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> ZkServerConfig:
@@ -112,7 +104,8 @@ class ZkServerConfig:
             raise ConfigError("At least one log directory must be defined via log.dirs or log.dir.")
         config = cls(broker_id, connect, parsed.integer("zookeeper.session.timeout.ms"), listeners,
                      advertised, MappingProxyType(protocols), inter_broker, directories, software, ibp,
-                     parsed.flag(MIGRATION_CONFIG), parsed.text("broker.rack") or None, ConfigMap(props))
+                     parsed.flag(MIGRATION_CONFIG), parsed.text("broker.rack") or None,
+                     parsed.text(LOG_FILE_CONFIG) or None, ConfigMap(props))
         security = {e.listener: listener_security(props, e.listener, protocols[e.listener])
                     for e in listeners}
         return dataclasses.replace(config, security=MappingProxyType(security))
