@@ -191,6 +191,8 @@ class ZkNode:
         self._epoch_version = -1
         self._events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self._watched_topics: set[str] = set()
+        self._pending: set[str] = set()
+        self._watching = False
         self._peers: dict[int, ReconnectingClient] = {}
         self._ready = False
         declared = declared_api_ranges((*ZK_BROKER_API_KEYS, *DATA_API_KEYS))
@@ -372,9 +374,16 @@ class ZkNode:
 
     def _watch_children(self, path: str, event: str) -> None:
         def changed(_children: list[str]) -> None:
-            self._from_thread(lambda: self._events.put_nowait((event, None)))
+            self._from_thread(lambda: self._post(event))
 
         self._client.ChildrenWatch(path, changed)
+
+    def _post(self, kind: str) -> None:
+        """A re-read of what changed; one pending re-read of a kind covers every change before it
+        (a controller failover fires a watch per topic)."""
+        if kind not in self._pending:
+            self._pending.add(kind)
+            self._events.put_nowait((kind, None))
 
     def _on_controller_znode(self, data: bytes | None, _stat: Any) -> None:
         self._from_thread(lambda: self._events.put_nowait(("controller", data)))
@@ -388,7 +397,7 @@ class ZkNode:
             if data is None:
                 self._from_thread(lambda: self._watched_topics.discard(name))
                 return False
-            self._from_thread(lambda: self._events.put_nowait(("topics", None)))
+            self._from_thread(lambda: self._post("topics"))
             return True
 
         self._client.DataWatch(encode.topic_path(name), changed)
@@ -397,6 +406,7 @@ class ZkNode:
         """Every ZooKeeper event and AlterPartition, one at a time (Kafka's controller event thread)."""
         while True:
             kind, arg = await self._events.get()
+            self._pending.discard(kind)
             if kind == "config":
                 await self._reload_configs()
             elif kind == "controller":
@@ -452,9 +462,11 @@ class ZkNode:
         for name in state.topics:
             self._watch_topic(name)
         await self._carry_out(self.controller.become_controller())
-        self._watch_children("/brokers/ids", "brokers")
-        self._watch_children("/brokers/topics", "topics")
-        self._watch_children("/admin/delete_topics", "deletions")
+        if not self._watching:  # once: events are dropped while this broker is not the controller
+            self._watching = True
+            self._watch_children("/brokers/ids", "brokers")
+            self._watch_children("/brokers/topics", "topics")
+            self._watch_children("/admin/delete_topics", "deletions")
 
     def _claim_controller(self) -> tuple[int, int] | None:
         """Kafka's ``registerControllerAndIncrementControllerEpoch``: create the ephemeral
