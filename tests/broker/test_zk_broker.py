@@ -138,3 +138,16 @@ def test_delete_topics_marks_them_for_the_controller() -> None:
                                                              {"name": "nope", "topicId": None}]})
     assert [r["errorCode"] for r in response["responses"]] == [0, Errors.UNKNOWN_TOPIC_OR_PARTITION.code]
     assert [w.path for w in writes] == ["/admin/delete_topics/orders"]
+
+
+def test_create_partitions_rewrites_the_assignment() -> None:
+    _, cores = cluster()
+    response, writes = cores[1].create_partitions({"topics": [
+        {"name": "orders", "count": 4, "assignments": None},
+        {"name": "nope", "count": 2, "assignments": None}]})
+    assert [r["errorCode"] for r in response["results"]] == [0, Errors.UNKNOWN_TOPIC_OR_PARTITION.code]
+    [write] = writes
+    assert isinstance(write, ZkSet) and write.path == "/brokers/topics/orders"
+    znode = parse_topic(write.path, write.data)
+    assert znode.topic_id == ORDERS and sorted(znode.partitions) == [0, 1, 2, 3]
+    assert znode.partitions[0] == (1, 2, 3) and len(znode.partitions[3]) == 3

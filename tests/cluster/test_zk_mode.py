@@ -166,6 +166,29 @@ def test_znodes_are_kafkas_layout(cluster: LocalCluster) -> None:
     assert code == 0 and described["configs"] == config and described["partitionCount"] == PARTITIONS
 
 
+def test_kraftwerk_topics_create_grow_and_delete(cluster: LocalCluster) -> None:
+    bootstrap = ("--bootstrap-server", cluster.bootstrap_servers)
+    code, _, err = cli("topics", "--create", *bootstrap, "--topic", "zk-grow", "--partitions", "1",
+                       "--replication-factor", "2")
+    assert code == 0, err
+    code, _, err = cli("topics", "--alter", *bootstrap, "--topic", "zk-grow", "--partitions", "3")
+    assert code == 0, err
+    code, out, _ = cli("topics", "--describe", *bootstrap, "--topic", "zk-grow", "--output", "json")
+    [described] = json.loads(out)
+    assert described["partitionCount"] == 3 and all(p["leader"] >= 0 for p in described["partitions"])
+    with connect(_zk(cluster)) as zk:
+        topic = parse_topic("/brokers/topics/zk-grow", zk.get("/brokers/topics/zk-grow")[0])
+        assert sorted(topic.partitions) == [0, 1, 2]
+        assert zk.exists("/brokers/topics/zk-grow/partitions/2/state") is not None
+    code, _, err = cli("topics", "--delete", *bootstrap, "--topic", "zk-grow")
+    assert code == 0, err
+    with connect(_zk(cluster)) as zk:
+        assert zk.exists("/brokers/topics/zk-grow") is None and zk.exists("/config/topics/zk-grow") is None
+        assert zk.get_children("/admin/delete_topics") == []
+    code, out, _ = cli("topics", "--list", *bootstrap)
+    assert out.split() == [TOPIC]
+
+
 def test_the_migration_check_runs_against_the_live_cluster(cluster: LocalCluster) -> None:
     configs = [str(n.config_path(cluster.root)) for n in cluster.nodes]
     code, out, _ = cli("migration", "check", "--zookeeper", _zk(cluster), "--output", "json",

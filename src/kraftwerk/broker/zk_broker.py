@@ -21,7 +21,7 @@ from typing import Any
 
 from immutables import Map
 
-from kraftwerk.broker.node import ROUTES, BrokerNode
+from kraftwerk.broker.node import BrokerNode
 from kraftwerk.config import ConfigResourceType, parse_broker_config
 from kraftwerk.config.resolve import BrokerConfigLayers
 from kraftwerk.controller.configs import ConfigControl
@@ -49,9 +49,9 @@ from kraftwerk.versions.metadata_version import MetadataVersion
 #: hands AlterPartition to the controller it runs, if any).
 ZK_BROKER_API_KEYS = (ApiKey.METADATA, ApiKey.API_VERSIONS, ApiKey.DESCRIBE_CONFIGS,
                       ApiKey.DESCRIBE_CLUSTER, ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS,
-                      ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.LEADER_AND_ISR,
-                      ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA, ApiKey.ALTER_PARTITION)
-_READ_ROUTES = (ApiKey.METADATA, ApiKey.API_VERSIONS, ApiKey.DESCRIBE_CONFIGS, ApiKey.DESCRIBE_CLUSTER)
+                      ApiKey.CREATE_PARTITIONS, ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
+                      ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA,
+                      ApiKey.ALTER_PARTITION)
 #: ConfigResource types and their ``/config/<type>`` names.
 ZNODE_CONFIG_TYPES = {ConfigResourceType.TOPIC: "topics", ConfigResourceType.BROKER: "brokers"}
 
@@ -181,6 +181,12 @@ class ZkBrokerCore(BrokerNode):
 
     # ------------------------------------------------------------------ admin RPCs → znodes
 
+    def _topic_control(self) -> TopicControl:
+        parsed = parse_broker_config(self.static_configs)
+        defaults = TopicDefaults(parsed.integer("num.partitions"),
+                                 parsed.integer("default.replication.factor"))
+        return TopicControl(self._with_ibp(), self._rng, self._layers(), defaults)
+
     def _with_ibp(self) -> MetadataImage:
         """The cache at the metadata.version of this broker's IBP, which the controller rules need."""
         return dataclasses.replace(self._cache, features=FeaturesImage(metadata_version=self.ibp))
@@ -195,11 +201,7 @@ class ZkBrokerCore(BrokerNode):
     def create_topics(self, body: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, list[ZkOp]]]:
         """Kafka's ``createTopicWithAssignment``: the topic's config znode, then its assignment
         (v3, with the new topic id); one transaction per topic, which fails if it exists."""
-        parsed = parse_broker_config(self.static_configs)
-        defaults = TopicDefaults(parsed.integer("num.partitions"),
-                                 parsed.integer("default.replication.factor"))
-        control = TopicControl(self._with_ibp(), self._rng, self._layers(), defaults)
-        records, response = control.create_topics(body)
+        records, response = self._topic_control().create_topics(body)
         topic_rec, partition_rec, config_rec = (lookup_record(n) for n in
                                                 ("TopicRecord", "PartitionRecord", "ConfigRecord"))
         names = {r.value["topicId"]: r.value["name"] for r in records if r.spec is topic_rec}
@@ -214,6 +216,20 @@ class ZkBrokerCore(BrokerNode):
             name: [ZkSet(encode.config_path("topics", name), encode.encode_entity_config(configs[name]), -1),
                    ZkCreate(encode.topic_path(name), encode.encode_topic(assignments[name], topic_id))]
             for topic_id, name in names.items()}
+        return dict(response), writes
+
+    def create_partitions(self, body: Mapping[str, Any]) -> tuple[dict[str, Any], list[ZkOp]]:
+        """Kafka's ``addPartitions``: the topic's assignment rewritten with the new partitions; the
+        controller brings them online."""
+        records, response = self._topic_control().create_partitions(body)
+        added: dict[uuid.UUID, dict[int, list[int]]] = {}
+        for r in records:
+            added.setdefault(r.value["topicId"], {})[r.value["partitionId"]] = r.value["replicas"]
+        writes: list[ZkOp] = []
+        for topic_id, partitions in added.items():
+            topic = self._cache.topics.by_id[topic_id]
+            assignment = {p: list(reg.replicas) for p, reg in topic.partitions.items()} | partitions
+            writes.append(ZkSet(encode.topic_path(topic.name), encode.encode_topic(assignment, topic_id), -1))
         return dict(response), writes
 
     @staticmethod
@@ -272,5 +288,4 @@ class ZkBrokerCore(BrokerNode):
                     listener_name: str | None) -> Respond | Forward:
         """Metadata, ApiVersions, DescribeConfigs, DescribeCluster and BROKER_LOGGER changes, as a
         KRaft broker answers them from its image."""
-        assert api_key in _READ_ROUTES or api_key in ROUTES
         return self.handle_request(api_key, version, body, now_ms, listener_name=listener_name)

@@ -25,7 +25,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from kraftwerk.controller.responses import not_controller_body
 from kraftwerk.controller.zk_controller import Decisions, ZkController, ZkCreate, ZkDelete, ZkOp, ZkSet
 from kraftwerk.image.model import ConfigResource, Endpoint
 from kraftwerk.migration import encode
+from kraftwerk.migration.errors import ZnodeError
 from kraftwerk.migration.reader import parse_connect, read_tree
 from kraftwerk.migration.state import parse_cluster
 from kraftwerk.migration.tree import ZnodeStat
@@ -74,6 +75,15 @@ def _stat(s: Any) -> ZnodeStat:
 
 class ZkWriteError(NodeError):
     """A znode transaction failed (a version moved, a znode exists or is missing)."""
+
+
+@contextlib.contextmanager
+def _skipping_invalid() -> Iterator[None]:
+    """A znode Kafka could not read either is logged and left out, never fatal to the broker."""
+    try:
+        yield
+    except ZnodeError as exc:
+        log.warning("skipping %s", exc)
 
 
 class ZooKeeperStore:
@@ -147,16 +157,18 @@ class ZooKeeperStore:
         out = {}
         for name in self.children("/brokers/ids"):
             got = self.get(f"/brokers/ids/{name}")
-            if got is not None:
-                out[int(name)] = parse_broker(f"/brokers/ids/{name}", got[0], got[1])
+            with _skipping_invalid():
+                if got is not None:
+                    out[int(name)] = parse_broker(f"/brokers/ids/{name}", got[0], got[1])
         return out
 
     def topics(self) -> dict[str, Any]:
         out = {}
         for name in self.children("/brokers/topics"):
             got = self.get(encode.topic_path(name))
-            if got is not None:
-                out[name] = parse_topic(encode.topic_path(name), got[0])
+            with _skipping_invalid():
+                if got is not None:
+                    out[name] = parse_topic(encode.topic_path(name), got[0])
         return out
 
     def configs(self) -> dict[ConfigResource, dict[str, str]]:
@@ -164,9 +176,10 @@ class ZooKeeperStore:
         for rtype, ztype in ((ConfigResourceType.TOPIC, "topics"), (ConfigResourceType.BROKER, "brokers")):
             for name in self.children(f"/config/{ztype}"):
                 got = self.get(f"/config/{ztype}/{name}")
-                if got is not None:
-                    config = parse_entity_config(f"/config/{ztype}/{name}", got[0])
-                    out[ConfigResource(rtype, "" if name == DEFAULT_ENTITY else name)] = config
+                with _skipping_invalid():
+                    if got is not None:
+                        config = parse_entity_config(f"/config/{ztype}/{name}", got[0])
+                        out[ConfigResource(rtype, "" if name == DEFAULT_ENTITY else name)] = config
         return out
 
 
@@ -485,6 +498,13 @@ class ZkNode:
             return None
         return epoch + 1, version + 1
 
+    def _release_controller(self) -> None:
+        assert self.zk is not None
+        got = self.zk.get("/controller")
+        if got is not None and parse_controller("/controller", got[0]).broker_id == self.node_id:
+            with contextlib.suppress(self.zk.no_node):
+                self._client.delete("/controller", version=got[1].version)
+
     async def _carry_out(self, decisions: Decisions) -> bool:
         """The writes (guarded by the controller epoch's znode version), then the requests; a failed
         write means another controller took over: this one resigns."""
@@ -494,8 +514,11 @@ class ZkNode:
                 guard = ("/controller_epoch", self._epoch_version)
                 await asyncio.to_thread(self.zk.apply, decisions.writes, guard)
             except ZkWriteError as exc:
+                # The tree is not what this controller believes: hand the election back, so that the
+                # next controller (maybe this broker again) starts from a fresh read.
                 log.warning("[Controller id=%d] %s; resigning", self.node_id, exc)
                 self.controller = None
+                await asyncio.to_thread(self._release_controller)
                 return False
         brokers = self.controller.brokers
         sends = []
@@ -585,6 +608,14 @@ class ZkNode:
             return shape_response(key, version, await self._controller_request(key, version, body))
         if key == ApiKey.CREATE_TOPICS:
             return shape_response(key, version, await self._create_topics(body))
+        if key == ApiKey.CREATE_PARTITIONS:
+            response, writes = core.create_partitions(body)
+            await self._admin_write(writes)
+            counts = {t["name"]: t["count"] for t in body.get("topics") or ()}
+            done = [r["name"] for r in response["results"] if r["errorCode"] == 0 and writes]
+            await self._wait(lambda: all(len(core.image.topics.by_name[n].partitions) >= counts[n]
+                                         for n in done if n in core.image.topics.by_name), body)
+            return shape_response(key, version, response)
         if key == ApiKey.DELETE_TOPICS:
             response, writes = core.delete_topics(version, body)
             await self._admin_write(writes)
