@@ -265,7 +265,9 @@ def test_roll_with_the_migration_flag_and_status(cluster: LocalCluster) -> None:
     [flag] = [c for c in json.loads(out)["checks"] if c["check"] == "migration-enabled"]
     assert code == 1 and flag["status"] == "UNKNOWN" and "brokers 1, 3 is not known" in flag["reason"]
     code, out, _ = cli("cluster", "status", "--dir", str(cluster.root), "--output", "json")
-    rows = json.loads(out)["nodes"]
+    status = json.loads(out)
+    rows = status["nodes"]
+    assert status["zookeeper"] == {"connect": _zk(cluster), "pid": cluster.zookeeper.pid, "state": "running"}
     assert code == 0 and [(r["nodeId"], r["roles"], r["state"]) for r in rows] == [
         (1, "zk-broker", "ready"), (2, "zk-broker", "ready"), (3, "zk-broker", "ready")]
     assert len(_consume(cluster.bootstrap_servers)) >= 960

@@ -275,10 +275,17 @@ def _status(args: argparse.Namespace) -> int:
             "finalizedFeatures": finalized,
             "reason": (refused or {}).get("reason"),
         })
+    zookeeper = None
+    if cluster.zookeeper is not None:
+        running = cluster.zookeeper.pid is not None and pid_alive(cluster.zookeeper.pid)
+        zookeeper = {"connect": cluster.zookeeper.connect_string, "pid": cluster.zookeeper.pid,
+                     "state": "running" if running else "stopped"}
     if args.output == "json":
-        print_json({"clusterId": cluster.cluster_id, "nodes": rows})
+        print_json({"clusterId": cluster.cluster_id, "zookeeper": zookeeper, "nodes": rows})
         return 0
     print(f"Cluster {cluster.cluster_id} in {args.dir}")
+    if zookeeper is not None:
+        print(f"ZooKeeper: {zookeeper['connect']}\tState: {zookeeper['state']}")
     for r in rows:
         levels: dict[str, int] = r["finalizedFeatures"]
         feats = ", ".join(f"{k}={v}" for k, v in sorted(levels.items())) or "-"
