@@ -392,7 +392,7 @@ class ZkController:
             for b in sorted(self.brokers):
                 mine = [p for p in sorted(topic.replicas) if b in topic.replicas[p]]
                 if mine:
-                    out.requests.append(self._stop_replica(b, name, mine, topic))
+                    out.requests.append(self._stop_replica(b, name, mine))
             out.requests.extend(self._update_metadata_to(b, self._partition_states(tps, topic, deleting=True))
                                 for b in sorted(self.brokers))
             out.writes.append(ZkDelete(encode.topic_path(name), recursive=True))
@@ -471,7 +471,7 @@ class ZkController:
         states = self._partition_states(tps)
         out.requests.extend(self._update_metadata_to(b, states) for b in sorted(brokers))
 
-    def _stop_replica(self, broker: int, name: str, partitions: list[int], topic: Topic) -> BrokerRequest:
+    def _stop_replica(self, broker: int, name: str, partitions: list[int]) -> BrokerRequest:
         states = [{"partitionIndex": p, "leaderEpoch": EPOCH_DURING_DELETE, "deletePartition": True}
                   for p in partitions]
         body = {**self._header(broker), "topicStates": [{"topicName": name, "partitionStates": states}]}
