@@ -38,7 +38,7 @@ from kraftwerk.controller.zk_controller import Decisions, ZkController, ZkCreate
 from kraftwerk.image.model import ConfigResource, Endpoint
 from kraftwerk.migration import encode
 from kraftwerk.migration.errors import ZnodeError
-from kraftwerk.migration.reader import parse_connect, read_tree
+from kraftwerk.migration.reader import _stat, parse_connect, read_tree
 from kraftwerk.migration.state import parse_cluster
 from kraftwerk.migration.tree import ZnodeStat
 from kraftwerk.migration.znodes import (
@@ -66,11 +66,6 @@ log = logging.getLogger("kraftwerk.zk_node")
 
 ADMIN_WAIT_S = 30.0
 """How long CreateTopics / DeleteTopics wait for the controller's decision to reach this broker."""
-
-
-def _stat(s: Any) -> ZnodeStat:
-    return ZnodeStat(s.czxid, s.mzxid, s.ctime, s.mtime, s.version, s.cversion, s.aversion, s.ephemeralOwner,
-                     s.dataLength, s.numChildren, s.pzxid)
 
 
 class ZkWriteError(NodeError):
