@@ -329,7 +329,7 @@ def _down(args: argparse.Namespace) -> int:
     if cluster.zookeeper is not None:
         cluster.zookeeper.stop(args.grace)
         cluster.save()
-    print(f"Stopped {len(cluster.nodes)} node(s) in {args.dir}"
+    print(f"Stopped {len(cluster.nodes)} node(s){' and ZooKeeper' if cluster.zookeeper else ''} in {args.dir}"
           + (f"; killed after {args.grace:g}s: {', '.join(map(str, killed))}" if killed else ""))
     return 0
 
