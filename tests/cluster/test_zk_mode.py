@@ -27,6 +27,7 @@ from kraftwerk.migration.znodes import (
     parse_controller,
     parse_controller_epoch,
     parse_entity_config,
+    parse_feature,
     parse_partition_state,
     parse_topic,
 )
@@ -136,6 +137,8 @@ def test_znodes_are_kafkas_layout(cluster: LocalCluster) -> None:
         assert (controller.version, controller.kraft_controller_epoch) == (2, -1)
         assert controller.broker_id in (1, 2, 3)
         assert parse_controller_epoch("/controller_epoch", zk.get("/controller_epoch")[0]) >= 1
+        feature = parse_feature("/feature", zk.get("/feature")[0])
+        assert (feature.version, feature.enabled, feature.features) == (2, True, {})
         for b in (1, 2, 3):
             data, stat = zk.get(f"/brokers/ids/{b}")
             assert set(json.loads(data)) == BROKER_KEYS and stat.ephemeralOwner != 0

@@ -80,7 +80,7 @@ def state_writes(d: Decisions) -> dict[str, tuple[Any, int]]:
 def test_failover_tells_every_broker_everything_and_writes_nothing_when_leaders_live() -> None:
     c = controller()
     d = c.become_controller()
-    assert d.writes == []
+    assert d.writes == []  # the tree has its /feature znode already
     lai = sent(d, ApiKey.LEADER_AND_ISR)
     assert sorted(lai) == [1, 2, 3]
     p0 = partitions(lai[1])[("orders", 0)]
@@ -226,3 +226,12 @@ def test_a_new_controller_takes_brokers_that_died_meanwhile_out_of_the_isrs() ->
     s1, _ = writes["/brokers/topics/orders/partitions/1/state"]
     assert (s0.leader, s0.isr, s0.leader_epoch) == (1, (1, 2), 3)
     assert (s1.leader, s1.isr, s1.leader_epoch) == (1, (1, 2), 3)
+
+
+def test_a_first_controller_writes_the_feature_znode() -> None:
+    layout = Layout()
+    layout.put("/brokers/ids", None)
+    layout.broker(1)
+    d = ZkController(1, 1, parse_cluster(layout.tree())).become_controller()
+    assert [(w.path, w.data) for w in d.writes if isinstance(w, ZkCreate)] == [
+        ("/feature", b'{"version":2,"status":1,"features":{}}')]

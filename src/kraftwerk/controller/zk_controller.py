@@ -174,6 +174,7 @@ class ZkController:
                 p: LeaderIsr(s.leader, s.leader_epoch, s.isr, s.controller_epoch, s.partition_epoch,
                              s.leader_recovery_state) for p, s in t.states.items()})
         self._requested_deletions = set(state.pending_deletions)
+        self._has_feature_znode = state.feature is not None
 
     # ------------------------------------------------------------------ events
 
@@ -182,6 +183,9 @@ class ZkController:
         of the ISRs, elect leaders for partitions without a live one, then tell every broker
         everything."""
         out = Decisions()
+        if not self._has_feature_znode:  # IBP >= 2.7: the controller enables feature versioning
+            out.writes.append(ZkCreate("/feature", encode.encode_feature()))
+            self._has_feature_znode = True
         unidentified, self._unidentified = self._unidentified, []
         for znode in unidentified:  # written by an old tool: Kafka's processTopicIds gives it one
             self._write_topic_id(znode, self.topics[znode.name].topic_id, out)
