@@ -82,21 +82,11 @@ class ZooKeeperProcess:
             self.port, self.pid = server.port, server.pid
             cluster.save()
         from kraftwerk.migration import encode
-        from kraftwerk.migration.errors import ZooKeeperError
         from kraftwerk.migration.reader import connect
 
-        deadline = time.monotonic() + 30
-        while True:  # the server answers ruok a moment before it takes sessions
-            try:
-                with connect(self.connect_string) as client:
-                    if client.exists("/cluster/id") is None:
-                        data = encode.encode_cluster_id(cluster.cluster_id)
-                        client.create("/cluster/id", data, makepath=True)
-                return
-            except ZooKeeperError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+        with connect(self.connect_string) as client:
+            if client.exists("/cluster/id") is None:
+                client.create("/cluster/id", encode.encode_cluster_id(cluster.cluster_id), makepath=True)
 
     def stop(self, grace_s: float) -> None:
         if self.pid is not None and pid_alive(self.pid):
