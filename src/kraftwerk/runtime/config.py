@@ -287,6 +287,10 @@ class ServerConfig:
                 raise _E(f"Listener {endpoint.listener} uses security protocol {protocol}; kraftwerk's "
                          "inter-node listeners (controller.listener.names, inter.broker.listener.name) are "
                          "PLAINTEXT only")
+        migration = self.raw.get("zookeeper.metadata.migration.enable", "false").strip().lower() == "true"
+        if migration and not self.raw.get("zookeeper.connect", "").strip():
+            raise _E("If using zookeeper.metadata.migration.enable in KRaft mode, zookeeper.connect must "
+                     "also be set.")
         if self.broker_heartbeat_interval_ms >= self.broker_session_timeout_ms:
             raise _E("broker.heartbeat.interval.ms must be less than broker.session.timeout.ms")
 
