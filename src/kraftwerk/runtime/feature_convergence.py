@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from kraftwerk.runtime.admin_client import AdminClient, AdminClientError, Connection, NodeInfo
@@ -65,36 +66,40 @@ def _mismatch(levels: Mapping[str, int], seen: Mapping[str, int]) -> str | None:
 
 
 def wait_converged(client: AdminClient, levels: Mapping[str, int], timeout_s: float, *,
-                   poll_interval_s: float = 0.05, progress: Progress | None = None,
-                   monotonic: Callable[[], float] = time.monotonic,
-                   sleep: Callable[[float], None] = time.sleep) -> Convergence:
+                   poll_interval_s: float = 0.05, progress: Progress | None = None) -> Convergence:
     """Poll every unfenced node the client's DescribeCluster lists (brokers through
     ``--bootstrap-server``, controllers through ``--bootstrap-controller``) until each reports
-    ``levels`` or ``timeout_s`` passes."""
-    start = monotonic()
+    ``levels`` or ``timeout_s`` passes. Each node is polled on its own thread, so that a stalled
+    one does not keep the others from being asked again."""
+    start = time.monotonic()
+    deadline = start + timeout_s
     described = client.describe_cluster().nodes
     polled = [n for n in described if not n.fenced]
     fenced = tuple(sorted(n.node_id for n in described if n.fenced))
-    converged: list[int] = []
-    laggards: dict[int, str] = {}
-    while True:
-        for node in [n for n in polled if n.node_id not in converged]:
+
+    def watch(node: NodeInfo) -> str | None:
+        """None once ``node`` reports the levels; what it last reported when the time runs out."""
+        while True:
+            # a stalled node must not hold the wait past its deadline
+            wait_s = min(client.request_timeout_s, max(0.1, deadline - time.monotonic()))
             try:
-                # a stalled node must not hold the wait past its deadline
-                remaining = max(0.1, timeout_s - (monotonic() - start))
-                seen = finalized_levels(client, node, min(client.request_timeout_s, remaining))
-                off = _mismatch(levels, seen)
+                off = _mismatch(levels, finalized_levels(client, node, wait_s))
                 behind = None if off is None else f"reports {off}"
             except AdminClientError as exc:
                 behind = f"unreachable ({exc})"
-            if behind is None:
-                converged.append(node.node_id)
-                laggards.pop(node.node_id, None)
-            else:
-                laggards[node.node_id] = behind
-        waited = monotonic() - start
-        if progress is not None:
-            progress(len(converged), len(polled), waited)
-        if not laggards or waited + poll_interval_s > timeout_s:
-            return Convergence(dict(levels), tuple(sorted(converged)), dict(laggards), fenced, waited)
-        sleep(poll_interval_s)
+            if behind is None or time.monotonic() + poll_interval_s > deadline:
+                return behind
+            time.sleep(poll_interval_s)
+
+    with ThreadPoolExecutor(max_workers=max(1, len(polled)), thread_name_prefix="converge") as pool:
+        futures = {pool.submit(watch, node): node.node_id for node in polled}
+        pending = set(futures)
+        while pending:
+            _, pending = wait(pending, timeout=poll_interval_s)
+            if progress is not None:
+                done = sum(1 for f in futures if f.done() and f.result() is None)
+                progress(done, len(polled), time.monotonic() - start)
+    outcomes = {futures[f]: f.result() for f in futures}
+    converged = tuple(sorted(nid for nid, behind in outcomes.items() if behind is None))
+    laggards = {nid: behind for nid, behind in outcomes.items() if behind is not None}
+    return Convergence(dict(levels), converged, laggards, fenced, time.monotonic() - start)
