@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -176,6 +177,7 @@ def main() -> int:
     finally:
         subprocess.run([sys.executable, "-m", "kraftwerk.cli.main", "cluster", "down", "--dir", str(root)],
                        check=False, capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
     print(json.dumps(results, indent=1))
     for mode, rows in results.items():
         how = "SIGKILL" if mode == "kill" else "SIGTERM, clean shutdown"
