@@ -21,6 +21,7 @@ from types import MappingProxyType
 from kraftwerk.config import ConfigMap, ParsedConfig, log_dirs, parse_broker_config, properties_values
 from kraftwerk.config.catalogue.controller import LOG_FILE_CONFIG, SOFTWARE_VERSION_CONFIG
 from kraftwerk.config.errors import ConfigError, ConfigValueError, MissingConfigError
+from kraftwerk.controller.authorizer import AuthorizerConfigError, StandardAuthorizer
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.runtime.security import ListenerSecurity, listener_security
 from kraftwerk.runtime.server import ConnectionLimits
@@ -89,6 +90,8 @@ class ServerConfig:
     failed_authentication_delay_ms: int = 100
     #: listener name → its TLS context and SASL mechanisms (built at load: a bad key store fails the start)
     security: Mapping[str, ListenerSecurity] = field(default_factory=dict, repr=False)
+    #: ``authorizer.class.name`` (StandardAuthorizer with ``super.users``...); None: everything allowed
+    authorizer: StandardAuthorizer | None = None
     #: ``metadata.max.retention.ms`` and ``metadata.max.retention.bytes`` both -1 (Kafka's
     #: unlimited retention): the metadata log keeps every segment behind its snapshots
     metadata_log_retained: bool = False
@@ -248,7 +251,11 @@ class ServerConfig:
         config.validate()
         security = {e.listener: listener_security(props, e.listener, protocol_map[e.listener])
                     for e in listeners}
-        return dataclasses.replace(config, security=MappingProxyType(security))
+        try:
+            authorizer = StandardAuthorizer.from_config(props)
+        except AuthorizerConfigError as exc:
+            raise ConfigError(str(exc)) from None
+        return dataclasses.replace(config, security=MappingProxyType(security), authorizer=authorizer)
 
     def validate(self) -> None:
         """Kafka's ``KafkaConfig`` KRaft checks, with its texts."""

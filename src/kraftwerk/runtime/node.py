@@ -38,15 +38,17 @@ from pathlib import Path
 from typing import Any
 
 from kraftwerk.broker.node import BROKER_API_KEYS, BrokerNode
+from kraftwerk.controller.authorizer import Session
 from kraftwerk.controller.common import declared_api_ranges
 from kraftwerk.controller.effects import Body, Forward, WriteSnapshot
 from kraftwerk.controller.quorum import CONTROLLER_API_KEYS, RAFT_API_KEYS, QuorumController
 from kraftwerk.controller.responses import not_controller_body
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.image.errors import FatalFaultError
+from kraftwerk.image.model import EMPTY_IMAGE, MetadataImage
 from kraftwerk.image.model import Endpoint as ImageEndpoint
-from kraftwerk.image.model import MetadataImage
 from kraftwerk.node import NodeHost
+from kraftwerk.node.authorization import authorize_request
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.raft import Committed, RaftConfig, RaftNode, VoterEndpoint
@@ -54,7 +56,7 @@ from kraftwerk.runtime.client import ReconnectingClient
 from kraftwerk.runtime.config import ServerConfig
 from kraftwerk.runtime.data_plane import DATA_API_KEYS, DataPlane
 from kraftwerk.runtime.errors import NetworkError, NodeError
-from kraftwerk.runtime.forwarding import ForwardingError, envelope_body, unwrap_response
+from kraftwerk.runtime.forwarding import ForwardingError, client_host, envelope_body, unwrap_response
 from kraftwerk.runtime.raft_host import RaftHost, wall_clock_ms
 from kraftwerk.runtime.raft_log_files import open_metadata_log
 from kraftwerk.runtime.security import ListenerSecurity, scram_lookup_from
@@ -475,6 +477,19 @@ class Node:
         return self._broker_accepted
 
     async def handle(self, listener: str, request: Request) -> codec.Value | None:
+        """Authorized once here (the connection's principal, the node's image), then served."""
+        core = self.broker or self.controller
+        image = core.image if core is not None else EMPTY_IMAGE
+        session = Session(request.connection.principal, client_host(request.connection.peer))
+        verdict = authorize_request(self.config.authorizer, image, session, request.api_key,
+                                    request.api_version, request.body)
+        if verdict.body is None:
+            return verdict.finish(None)
+        if verdict.body is not request.body:
+            request = dataclasses.replace(request, body=verdict.body)
+        return verdict.finish(await self._serve(listener, request))
+
+    async def _serve(self, listener: str, request: Request) -> codec.Value | None:
         raft = self.raft
         assert raft is not None
         if listener not in self.config.controller_listener_names and self.broker is not None:
@@ -505,7 +520,7 @@ class Node:
         """KIP-590: wrap the client's request in an EnvelopeRequest to the active controller and
         relay the embedded response; NOT_CONTROLLER when no controller answers (clients retry)."""
         envelope = envelope_body(reply.api_key, reply.version, request.correlation_id, request.client_id,
-                                 reply.body, request.connection.peer)
+                                 reply.body, request.connection.peer, request.connection.principal)
         try:
             response = await self._controller_request(ApiKey.ENVELOPE, 0, envelope)
             return unwrap_response(reply.api_key, reply.version, response).body
