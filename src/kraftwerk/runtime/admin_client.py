@@ -47,6 +47,9 @@ from kraftwerk.runtime.client_security import ClientSecurity
 log = logging.getLogger(__name__)
 
 API_VERSIONS = 18
+DESCRIBE_ACLS = 29
+CREATE_ACLS = 30
+DELETE_ACLS = 31
 DESCRIBE_USER_SCRAM_CREDENTIALS = 50
 ALTER_USER_SCRAM_CREDENTIALS = 51
 UPDATE_FEATURES = 57
@@ -504,6 +507,18 @@ class AdminClient:
         """AlterUserScramCredentials (a broker forwards it; a controller must be the active one)."""
         body = {"deletions": list(deletions), "upsertions": list(upsertions)}
         return self._call(self._controller(), ALTER_USER_SCRAM_CREDENTIALS, body)[1]
+
+    def describe_acls(self, acl_filter: codec.Value) -> codec.Value:
+        """DescribeAcls (answered from any node's image)."""
+        return self._call(self.any_node(), DESCRIBE_ACLS, dict(acl_filter))[1]
+
+    def create_acls(self, creations: Sequence[codec.Value]) -> codec.Value:
+        """CreateAcls (a broker forwards it; a controller must be the active one)."""
+        return self._call(self._controller(), CREATE_ACLS, {"creations": list(creations)})[1]
+
+    def delete_acls(self, filters: Sequence[codec.Value]) -> codec.Value:
+        """DeleteAcls (a broker forwards it; a controller must be the active one)."""
+        return self._call(self._controller(), DELETE_ACLS, {"filters": list(filters)})[1]
 
     def add_raft_voter(self, voter_id: int, directory_id: uuid.UUID,
                        endpoints: Sequence[tuple[str, str, int]], timeout_ms: int = 30_000) -> UpdateResult:
