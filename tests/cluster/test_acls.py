@@ -5,8 +5,10 @@ confluent-kafka then produce and consume as alice, a wrong password fails to aut
 without an ACL is refused, and ``bob`` (authenticated, no ALTER on the cluster) cannot upgrade
 ``metadata.version`` through ``kraftwerk features upgrade --command-config``.
 
-The cluster's own traffic stays on PLAINTEXT listeners whose principal is ``User:ANONYMOUS``,
-which is why ``super.users`` names it (docs/guide.md).
+The cluster's own traffic is secured too: the controller listener is SASL_SSL with PLAIN (user
+``controller``, which brokers log in as), the inter-broker listener is the SASL_SSL one (user
+``broker``), and both users are super users; the broker's PLAINTEXT listener (``User:ANONYMOUS``)
+is authorized nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from kraftwerk.runtime.local_cluster import LocalCluster, format_cluster, free_p
 from kraftwerk.storage.format import random_cluster_id
 from kraftwerk.storage.scram import scram_records
 from tests.cluster.helpers import cli
-from tests.cluster.test_security import Pki, _make_pki
+from tests.cluster.test_security import KEY_PASSWORD, Pki, _make_pki
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop, pytest.mark.timeout(240)]
 
@@ -32,8 +34,16 @@ PASSWORDS = {"admin": "admin-secret-1", "alice": "alice-secret-2", "bob": "bob-s
 TOPIC = "orders"
 AUTHORIZER = {
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-    "super.users": "User:admin;User:ANONYMOUS",
+    "super.users": "User:admin;User:controller;User:broker",
 }
+CONTROLLER_PASSWORD, BROKER_PASSWORD = "controller-secret-4", "broker-secret-5"
+
+
+def _plain_jaas(user: str, password: str) -> str:
+    return (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'username="{user}" password="{password}" user_{user}="{password}";'
+    )
 
 
 @dataclass(frozen=True)
@@ -51,21 +61,32 @@ class AclCluster:
 def acl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AclCluster]:
     pki = _make_pki(tmp_path_factory.mktemp("pki") / "certs")
     root = tmp_path_factory.mktemp("acls")
-    cluster = plan_cluster(root, random_cluster_id(), 1, 1, extra=AUTHORIZER)
+    # Every node: TLS stores, the controller listener on SASL_SSL with PLAIN (its JAAS entry is the
+    # controller's user and the credentials brokers and controllers log in with).
+    inter_node = {
+        **AUTHORIZER,
+        "listener.security.protocol.map": "CONTROLLER:SASL_SSL,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(pki.server),
+        "ssl.key.password": KEY_PASSWORD,
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(pki.ca),
+        "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.controller.protocol": "PLAIN",
+        "listener.name.controller.plain.sasl.jaas.config": _plain_jaas("controller", CONTROLLER_PASSWORD),
+    }
+    cluster = plan_cluster(root, random_cluster_id(), 1, 1, extra=inter_node)
     broker = cluster.brokers[0]
     (sasl_port,) = free_ports(1)
     listeners = f"PLAINTEXT://127.0.0.1:{broker.port},SASL_SSL://127.0.0.1:{sasl_port}"
-    from tests.cluster.test_security import KEY_PASSWORD
-
     broker.extra.update(
         {
             "listeners": listeners,
             "advertised.listeners": listeners,
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
-            "ssl.keystore.type": "PEM",
-            "ssl.keystore.location": str(pki.server),
-            "ssl.key.password": KEY_PASSWORD,
-            "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
+            "inter.broker.listener.name": "SASL_SSL",
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": _plain_jaas("broker", BROKER_PASSWORD),
         }
     )
     cluster.save()
@@ -285,3 +306,22 @@ def test_list_and_remove(acl_cluster: AclCluster) -> None:
         return sorted(a["operation"] for a in json.loads(out)["acls"]) if code == 0 else []
 
     assert _eventually(lambda: remaining() == ["DESCRIBE", "READ"]) is True
+
+
+def test_controller_listener_takes_sasl_ssl_only(acl_cluster: AclCluster) -> None:
+    """The broker registered through the controller's SASL_SSL listener (it is ready); a PLAINTEXT
+    client gets nothing there, the controller's PLAIN user over TLS gets its answers."""
+    controller = acl_cluster.cluster.controllers[0].address
+    code, _, _ = cli("features", "describe", "--bootstrap-controller", controller)
+    assert code == 1
+    config = acl_cluster.configs["admin"].with_name("controller.properties")
+    config.write_text(
+        "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
+        f"sasl.jaas.config={_plain_jaas('controller', CONTROLLER_PASSWORD)}\n"
+        f"ssl.truststore.type=PEM\nssl.truststore.location={acl_cluster.pki.ca}\n"
+    )
+    code, out, err = cli(
+        "features", "describe", "--bootstrap-controller", controller, "--command-config", str(config)
+    )
+    assert code == 0, err
+    assert "Feature: metadata.version" in out

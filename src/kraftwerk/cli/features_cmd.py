@@ -31,7 +31,6 @@ from kraftwerk.config.properties import properties_values
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.runtime.admin_client import (
-    PLAINTEXT,
     AdminClient,
     AdminClientError,
     FeatureMetadata,
@@ -40,7 +39,7 @@ from kraftwerk.runtime.admin_client import (
     UpdateResult,
     UpgradeType,
 )
-from kraftwerk.runtime.client_security import ClientSecurity, client_security
+from kraftwerk.runtime.client_security import PLAINTEXT, ClientSecurity, client_security
 from kraftwerk.versions import metadata_version as mvs
 from kraftwerk.versions.errors import VersionError
 from kraftwerk.versions.features import PRODUCTION_FEATURES

@@ -42,7 +42,7 @@ from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.errors import ProtocolError
 from kraftwerk.protocol.sasl_mechanisms import SaslAuthenticationError
 from kraftwerk.protocol.schema import Kind, MessageSpec
-from kraftwerk.runtime.client_security import ClientSecurity
+from kraftwerk.runtime.client_security import PLAINTEXT, ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,6 @@ DESCRIBE_CLUSTER = 60
 ADD_RAFT_VOTER = 80
 REMOVE_RAFT_VOTER = 81
 _SIZE = struct.Struct(">i")
-PLAINTEXT = ClientSecurity()
 _MAX_RESPONSE_BYTES = 100 * 1024 * 1024
 
 

@@ -6,7 +6,7 @@ run on a fresh connection as Kafka's client runs it."""
 from __future__ import annotations
 
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,8 +25,10 @@ PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_HANDSHAKE = 17
 SASL_AUTHENTICATE = 36
 
-#: A request on the connection being set up: (api key, version, body) → response body.
+#: A request on the connection being set up (api key, version, body) and its sender.
+Request = tuple[int, int, dict[str, Any]]
 Roundtrip = Callable[[int, int, dict[str, Any]], Mapping[str, Any]]
+AsyncRoundtrip = Callable[[int, int, dict[str, Any]], Awaitable[Mapping[str, Any]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,27 +50,55 @@ class ClientSecurity:
     def sasl(self) -> bool:
         return self.protocol.startswith("SASL_")
 
-    def authenticate(self, roundtrip: Roundtrip) -> None:
-        """SaslHandshake then SaslAuthenticate until the mechanism is done; SaslAuthenticationError
+    def exchange(self) -> Generator[Request, Mapping[str, Any], None]:
+        """The SASL exchange as the requests to send, each answered by the response sent back in
+        (sans-I/O: a blocking and an asyncio client drive the same steps). SaslAuthenticationError
         with the broker's text when it refuses."""
         assert self.mechanism is not None
-        handshake = roundtrip(SASL_HANDSHAKE, 1, {"mechanism": self.mechanism})
+        handshake = yield SASL_HANDSHAKE, 1, {"mechanism": self.mechanism}
         if handshake["errorCode"]:
             offered = ", ".join(str(m) for m in handshake.get("mechanisms") or ())
             raise SaslAuthenticationError(f"Unsupported SASL mechanism {self.mechanism} (the broker offers "
                                           f"{offered or 'none'})")
-
-        def step(token: bytes) -> bytes:
-            answer = roundtrip(SASL_AUTHENTICATE, 1, {"authBytes": token})
-            if answer["errorCode"]:
-                raise SaslAuthenticationError(str(answer.get("errorMessage") or "SASL authentication failed"))
-            return bytes(answer["authBytes"])
-
+        tokens: list[bytes] = []
         if self.mechanism == "PLAIN":
-            step(plain_token(self.username, self.password))
+            yield from _authenticate(plain_token(self.username, self.password), tokens)
             return
         scram = ScramClient(self.mechanism, self.username, self.password)
-        scram.verify(step(scram.final(step(scram.first()))))
+        yield from _authenticate(scram.first(), tokens)
+        yield from _authenticate(scram.final(tokens[-1]), tokens)
+        scram.verify(tokens[-1])
+
+    def authenticate(self, roundtrip: Roundtrip) -> None:
+        """Runs :meth:`exchange` over a blocking ``roundtrip``."""
+        steps = self.exchange()
+        try:
+            request = next(steps)
+            while True:
+                request = steps.send(roundtrip(*request))
+        except StopIteration:
+            return
+
+    async def authenticate_async(self, roundtrip: AsyncRoundtrip) -> None:
+        """Runs :meth:`exchange` over an asyncio ``roundtrip``."""
+        steps = self.exchange()
+        try:
+            request = next(steps)
+            while True:
+                request = steps.send(await roundtrip(*request))
+        except StopIteration:
+            return
+
+
+def _authenticate(token: bytes, tokens: list[bytes]) -> Generator[Request, Mapping[str, Any], None]:
+    """One SaslAuthenticate round: the server's token is appended to ``tokens``."""
+    answer = yield SASL_AUTHENTICATE, 1, {"authBytes": token}
+    if answer["errorCode"]:
+        raise SaslAuthenticationError(str(answer.get("errorMessage") or "SASL authentication failed"))
+    tokens.append(bytes(answer["authBytes"]))
+
+
+PLAINTEXT = ClientSecurity()
 
 
 def client_security(props: Mapping[str, str]) -> ClientSecurity:
@@ -99,6 +129,34 @@ def client_security(props: Mapping[str, str]) -> ClientSecurity:
     assert mechanism == "PLAIN" or mechanism in SCRAM_MECHANISMS
     return ClientSecurity(protocol, context, check_hostname, mechanism, options["username"],
                           options["password"])
+
+
+def inter_node_security(props: Mapping[str, str], listener: str, protocol: str,
+                        mechanism_config: str) -> ClientSecurity:
+    """How this node reaches ``listener`` of another node (the controller quorum, the broker to
+    controller channel, replication), as Kafka reads it: the listener's protocol, the mechanism of
+    ``mechanism_config`` (``sasl.mechanism.controller.protocol``,
+    ``sasl.mechanism.inter.broker.protocol``), the username and password of the listener's JAAS
+    config, its trust store and key store."""
+    prefix = f"listener.name.{listener.lower()}."
+
+    def get(name: str) -> str | None:
+        return props.get(prefix + name, props.get(name))
+
+    mechanism = props.get(mechanism_config, "GSSAPI").strip()
+    flat = {"security.protocol": protocol, "sasl.mechanism": mechanism}
+    jaas = props.get(f"{prefix}{mechanism.lower()}.sasl.jaas.config") or get("sasl.jaas.config")
+    if jaas:
+        flat["sasl.jaas.config"] = jaas
+    for name in ("ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.certificates",
+                 "ssl.keystore.location", "ssl.keystore.type", "ssl.key.password", "ssl.keystore.password",
+                 "ssl.endpoint.identification.algorithm"):
+        if (value := get(name)) is not None:
+            flat[name] = value
+    try:
+        return client_security(flat)
+    except ConfigError as exc:
+        raise ConfigError(f"Listener {listener} ({mechanism_config}): {exc}") from None
 
 
 def _ssl_context(props: Mapping[str, str]) -> ssl.SSLContext:

@@ -23,6 +23,7 @@ from kraftwerk.config.catalogue.controller import LOG_FILE_CONFIG, SOFTWARE_VERS
 from kraftwerk.config.errors import ConfigError, ConfigValueError, MissingConfigError
 from kraftwerk.controller.authorizer import AuthorizerConfigError, StandardAuthorizer
 from kraftwerk.errors import KraftwerkError
+from kraftwerk.runtime.client_security import PLAINTEXT, ClientSecurity, inter_node_security
 from kraftwerk.runtime.security import ListenerSecurity, listener_security
 from kraftwerk.runtime.server import ConnectionLimits
 from kraftwerk.versions.software import SoftwareVersion
@@ -92,6 +93,9 @@ class ServerConfig:
     security: Mapping[str, ListenerSecurity] = field(default_factory=dict, repr=False)
     #: ``authorizer.class.name`` (StandardAuthorizer with ``super.users``...); None: everything allowed
     authorizer: StandardAuthorizer | None = None
+    #: how this node reaches the controllers' listener and other brokers' inter-broker listener
+    controller_client: ClientSecurity = field(default=PLAINTEXT, repr=False)
+    inter_broker_client: ClientSecurity = field(default=PLAINTEXT, repr=False)
     #: ``metadata.max.retention.ms`` and ``metadata.max.retention.bytes`` both -1 (Kafka's
     #: unlimited retention): the metadata log keeps every segment behind its snapshots
     metadata_log_retained: bool = False
@@ -255,7 +259,18 @@ class ServerConfig:
             authorizer = StandardAuthorizer.from_config(props)
         except AuthorizerConfigError as exc:
             raise ConfigError(str(exc)) from None
-        return dataclasses.replace(config, security=MappingProxyType(security), authorizer=authorizer)
+        def reach(listener: str | None, mechanism_config: str) -> ClientSecurity:
+            if listener is None:
+                return PLAINTEXT
+            protocol = protocol_map.get(listener, "PLAINTEXT")
+            return inter_node_security(props, listener, protocol, mechanism_config)
+
+        return dataclasses.replace(
+            config, security=MappingProxyType(security), authorizer=authorizer,
+            controller_client=reach(controller_names[0] if controller_names else None,
+                                    "sasl.mechanism.controller.protocol"),
+            inter_broker_client=reach(inter_broker if config.is_broker else None,
+                                      "sasl.mechanism.inter.broker.protocol"))
 
     def validate(self) -> None:
         """Kafka's ``KafkaConfig`` KRaft checks, with its texts."""
@@ -289,11 +304,6 @@ class ServerConfig:
             protocol = self.security_protocol_map.get(endpoint.listener)
             if protocol is None:
                 raise _E(f"No security protocol defined for listener {endpoint.listener}")
-            inter_node = (*self.controller_listener_names, self.inter_broker_listener_name)
-            if protocol != "PLAINTEXT" and endpoint.listener in inter_node:
-                raise _E(f"Listener {endpoint.listener} uses security protocol {protocol}; kraftwerk's "
-                         "inter-node listeners (controller.listener.names, inter.broker.listener.name) are "
-                         "PLAINTEXT only")
         if self.broker_heartbeat_interval_ms >= self.broker_session_timeout_ms:
             raise _E("broker.heartbeat.interval.ms must be less than broker.session.timeout.ms")
 

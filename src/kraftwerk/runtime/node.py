@@ -167,7 +167,8 @@ class Node:
         self.raft = RaftHost(raft_node, on_committed=self._on_committed,
                              client_id=f"raft-client-{config.node_id}",
                              request_timeout_ms=config.quorum_request_timeout_ms,
-                             rng=random.Random(self.seed), on_cluster_id_refused=self._on_cluster_id_refused)
+                             rng=random.Random(self.seed), on_cluster_id_refused=self._on_cluster_id_refused,
+                             security=config.controller_client)
         self.host = NodeHost(config.node_id, raft_node, self, controller=self.controller, broker=self.broker,
                              idle_interval_ms=config.metadata_max_idle_interval_ms,
                              registration_retry_ms=CONTROLLER_REGISTRATION_RETRY_MS)
@@ -191,9 +192,10 @@ class Node:
 
     def _make_data_plane(self, broker: BrokerNode) -> DataPlane:
         listeners = self.config.effective_advertised_listeners
+        listener = self.config.inter_broker_listener_name if listeners else None
         return DataPlane(self.config.node_id, self.config.log_dirs, self.config.software, self.config.raw,
-                         self._controller_request, lambda: broker.broker_epoch,
-                         listeners[0].listener if listeners else None)
+                         self._controller_request, lambda: broker.broker_epoch, listener,
+                         self.config.inter_broker_client)
 
     def _listener_security(self, listener: str) -> ListenerSecurity:
         """The listener's security, SCRAM users read from this node's current image."""
@@ -237,7 +239,8 @@ class Node:
         client = self._controller_clients.get(node_id)
         if client is None or (client.host, client.port) != address:
             role = "broker" if self.config.is_broker else "controller"
-            client = ReconnectingClient(address[0], address[1], client_id=f"{role}-{self.config.node_id}")
+            client = ReconnectingClient(address[0], address[1], client_id=f"{role}-{self.config.node_id}",
+                                        security=self.config.controller_client)
             self._controller_clients[node_id] = client
         return client
 
