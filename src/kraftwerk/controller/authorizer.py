@@ -32,6 +32,8 @@ STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 CLUSTER_NAME = "kafka-cluster"
 WILDCARD = "*"
 WILDCARD_PRINCIPAL = "User:*"
+ANONYMOUS = "User:ANONYMOUS"
+"""The principal of a connection no SASL exchange authenticated (Kafka's ``KafkaPrincipal.ANONYMOUS``)."""
 
 _IMPLIES_DESCRIBE = frozenset({AclOperation.DESCRIBE, AclOperation.READ, AclOperation.WRITE,
                                AclOperation.DELETE, AclOperation.ALTER})

@@ -14,6 +14,7 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
+from kraftwerk.controller.authorizer import ANONYMOUS
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.errors import ProtocolError
@@ -39,8 +40,6 @@ DEFAULT_PRINCIPAL_DATA = message(
     ],
 )
 
-ANONYMOUS = ("User", "ANONYMOUS")
-"""The principal of every PLAINTEXT connection (Kafka's ``KafkaPrincipal.ANONYMOUS``)."""
 
 
 class ForwardingError(NetworkError):
@@ -82,7 +81,7 @@ def client_address_bytes(peer: str) -> bytes:
 
 
 def envelope_body(api_key: int, version: int, correlation_id: int, client_id: str | None,
-                  body: codec.Value, peer: str, principal: str = "User:ANONYMOUS") -> dict[str, Any]:
+                  body: codec.Value, peer: str, principal: str = ANONYMOUS) -> dict[str, Any]:
     """The EnvelopeRequest v0 body wrapping one client request."""
     spec = by_api_key(Kind.REQUEST, api_key)
     header = encode_request_header(
@@ -117,7 +116,6 @@ def unwrap_response(api_key: int, version: int, envelope_response: codec.Value) 
 
 
 __all__ = [
-    "ANONYMOUS",
     "DEFAULT_PRINCIPAL_DATA",
     "ENVELOPE",
     "ForwardingError",
