@@ -217,14 +217,14 @@ def _metadata(check: _Check, version: int, body: Body) -> Verdict:
     """Named topics the principal may not DESCRIBE get TOPIC_AUTHORIZATION_FAILED (and are not
     auto-created); a listing of every topic leaves them out."""
     topics = body.get("topics")
-    if topics is None:
+    if topics is None or (version == 0 and not topics):  # every topic (v0 says so with an empty list)
         return Verdict(body, listed=lambda t: check.topic(_OP.DESCRIBE, t.get("name")))
     kept, refused = _split(topics, lambda t: check.topic(_OP.DESCRIBE, check.topic_name(t)))
     if not refused:
         return _allowed(body)
     items: list[dict[str, Any]] = [{"errorCode": _TOPIC_DENIED.code, "name": t.get("name"),
               "topicId": t.get("topicId") or _ZERO, "isInternal": False, "partitions": []} for t in refused]
-    if not kept and version == 0:  # v0 reads an empty list as "every topic"
+    if not kept and version == 0:  # v0 would read the empty list as "every topic"
         return Verdict({**body, "topics": kept}, {"topics": items}, listed=lambda t: False)
     return Verdict({**body, "topics": kept}, {"topics": items})
 
