@@ -14,7 +14,6 @@ from kraftwerk.config.errors import ConfigError
 from kraftwerk.protocol.errors import ProtocolError
 from kraftwerk.protocol.sasl_mechanisms import (
     MECHANISMS,
-    SCRAM_MECHANISMS,
     SaslAuthenticationError,
     ScramClient,
     parse_jaas_options,
@@ -37,7 +36,6 @@ class ClientSecurity:
 
     protocol: str = "PLAINTEXT"
     context: ssl.SSLContext | None = None
-    check_hostname: bool = True
     mechanism: str | None = None
     username: str = ""
     password: str = ""
@@ -108,11 +106,11 @@ def client_security(props: Mapping[str, str]) -> ClientSecurity:
         raise ConfigError(f"Invalid value {protocol} for configuration security.protocol: String must be "
                           f"one of: {', '.join(PROTOCOLS)}")
     context = _ssl_context(props) if protocol in ("SSL", "SASL_SSL") else None
-    check_hostname = props.get("ssl.endpoint.identification.algorithm", "https").strip().lower() == "https"
-    if context is not None:
-        context.check_hostname = check_hostname
+    if context is not None:  # Kafka's default "https" checks the server's name; "" turns that off
+        algorithm = props.get("ssl.endpoint.identification.algorithm", "https").strip().lower()
+        context.check_hostname = algorithm == "https"
     if not protocol.startswith("SASL_"):
-        return ClientSecurity(protocol, context, check_hostname)
+        return ClientSecurity(protocol, context)
     mechanism = props.get("sasl.mechanism", "GSSAPI").strip()
     if mechanism not in MECHANISMS:
         raise ConfigError(f"sasl.mechanism={mechanism} is not supported; kraftwerk's clients speak "
@@ -126,9 +124,7 @@ def client_security(props: Mapping[str, str]) -> ClientSecurity:
         raise ConfigError(f"Invalid sasl.jaas.config: {exc}") from None
     if "username" not in options or "password" not in options:
         raise ConfigError("sasl.jaas.config needs username and password options")
-    assert mechanism == "PLAIN" or mechanism in SCRAM_MECHANISMS
-    return ClientSecurity(protocol, context, check_hostname, mechanism, options["username"],
-                          options["password"])
+    return ClientSecurity(protocol, context, mechanism, options["username"], options["password"])
 
 
 def inter_node_security(props: Mapping[str, str], listener: str, protocol: str,
