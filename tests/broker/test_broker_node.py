@@ -105,7 +105,11 @@ def test_describe_cluster_and_endpoint_type() -> None:
     assert [(x["brokerId"], x["port"]) for x in resp["brokers"]] == [(2, 9112)]
     assert resp["clusterId"] == CLUSTER_ID
     wrong = ask(b, 60, 1, {"endpointType": 2})
-    assert wrong["errorCode"] == Errors.MISMATCHED_ENDPOINT_TYPE.code
+    assert (wrong["errorCode"], wrong["errorMessage"], wrong["clusterId"]) == (
+        Errors.MISMATCHED_ENDPOINT_TYPE.code,
+        "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER",
+        "")
+    assert ask(b, 60, 2, {"endpointType": 0})["errorCode"] == Errors.UNSUPPORTED_ENDPOINT_TYPE.code
 
 
 def test_describe_configs_sources() -> None:

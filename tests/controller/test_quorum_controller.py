@@ -364,9 +364,16 @@ def test_describe_cluster_controller_listener() -> None:
     b = broker(2)
     log.join(b)
     drive_broker(log, ctl, b, 0)  # type: ignore[arg-type]
+    # Kafka's ControllerApis: a controller asked for brokers refuses (KIP-919, error 114)
     resp = call(log, ctl, 60, 2, {"endpointType": 1, "includeFencedBrokers": True})  # type: ignore[arg-type]
-    assert [x["brokerId"] for x in resp["brokers"]] == [2] and resp["brokers"][0]["isFenced"]
-    assert call(log, ctl, 60, 2, {"endpointType": 1})["brokers"] == []  # type: ignore[arg-type]
+    assert (resp["errorCode"], resp["errorMessage"], resp["brokers"]) == (
+        Errors.MISMATCHED_ENDPOINT_TYPE.code,
+        "The request was sent to an endpoint of type CONTROLLER, but we wanted an endpoint of type BROKER",
+        [])
+    assert call(log, ctl, 60, 0, {})["errorCode"] == Errors.INVALID_REQUEST.code  # type: ignore[arg-type]
+    unknown = call(log, ctl, 60, 1, {"endpointType": 3})  # type: ignore[arg-type]
+    assert (unknown["errorCode"], unknown["errorMessage"]) == (
+        Errors.UNSUPPORTED_ENDPOINT_TYPE.code, "Unsupported endpoint type 3")
     ctrl = call(log, ctl, 60, 1, {"endpointType": 2})  # type: ignore[arg-type]
     assert ctrl["controllerId"] == 1 and [x["brokerId"] for x in ctrl["brokers"]] == [1]
 
@@ -573,9 +580,11 @@ def test_bodies_encode_at_every_version() -> None:
             assert mv in body["supportedFeatures"]
             assert {"name": "metadata.version", "maxVersionLevel": 30, "minVersionLevel": 30} in \
                 body["finalizedFeatures"]
-    for v in range(0, 3):
-        body = roundtrip(60, v, ctl.describe_cluster_body(v, {}))  # type: ignore[attr-defined]
+    for v in range(1, 3):
+        body = roundtrip(60, v, ctl.describe_cluster_body(v, {"endpointType": 2}))  # type: ignore[attr-defined]
         assert body["clusterId"] == CLUSTER_ID and body["controllerId"] == ctl.node_id
+    refused = roundtrip(60, 0, ctl.describe_cluster_body(0, {}))  # type: ignore[attr-defined]
+    assert refused["errorCode"] == Errors.INVALID_REQUEST.code
 
 
 # ---------------------------------------------------------------- requests racing uncommitted records

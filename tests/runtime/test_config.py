@@ -124,6 +124,11 @@ SASL = {"listeners": "PLAINTEXT://:9092,SASL_PLAINTEXT://:9093", "inter.broker.l
      "Unknown security protocol KERBEROS for listener X"),
     (BROKER, {"broker.heartbeat.interval.ms": "5000"}, "must be less than broker.session.timeout.ms"),
     (BROKER, {"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"}, "nonroutable meta-address 0.0.0.0"),
+    (CONTROLLER, {"zookeeper.metadata.migration.enable": "true"},
+     "If using zookeeper.metadata.migration.enable in KRaft mode, zookeeper.connect must also be set."),
+    (CONTROLLER, {"zookeeper.metadata.migration.enable": "true", "zookeeper.connect": "zk:2181",
+                  "zookeeper.metadata.migration.max.lag.ms": "-5"},
+     "zookeeper.metadata.migration.max.lag.ms"),
 ])
 def test_invalid_configs(base: dict[str, str], change: dict[str, str | None], message: str) -> None:
     props = {k: v for k, v in {**base, **change}.items() if v is not None}

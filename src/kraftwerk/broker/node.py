@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from kraftwerk.backoff import ExponentialBackoff
 from kraftwerk.broker.admin import alter_broker_loggers, describe_topic_partitions_body, logger_levels
-from kraftwerk.config import ConfigResourceType, static_configs_to_report
+from kraftwerk.config import ConfigResourceType, broker_rule_violations, static_configs_to_report
 from kraftwerk.controller import features as fc
 from kraftwerk.controller.acl_control import describe_acls
 from kraftwerk.controller.common import (
@@ -42,10 +42,15 @@ from kraftwerk.controller.effects import (
     MetadataVersionChanged,
     Respond,
 )
-from kraftwerk.controller.responses import describe_cluster_brokers, pick_listener
+from kraftwerk.controller.responses import (
+    BROKER_ENDPOINT,
+    describe_cluster_brokers,
+    describe_cluster_endpoint_error,
+    pick_listener,
+)
 from kraftwerk.controller.scram_control import describe_scram
 from kraftwerk.image.errors import FatalFaultError
-from kraftwerk.image.model import Endpoint, MetadataImage
+from kraftwerk.image.model import ConfigResource, Endpoint, MetadataImage
 from kraftwerk.image.replay import ImageReplayer
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.api_keys import ApiKey
@@ -382,8 +387,9 @@ class BrokerNode:
                 self.broker_epoch,
             )
             return
-        if error is Errors.UNSUPPORTED_VERSION:
-            self.last_refusal = self.explain_refusal()
+        if error in (Errors.UNSUPPORTED_VERSION, Errors.INVALID_CONFIG):
+            self.last_refusal = self.explain_refusal() if error is Errors.UNSUPPORTED_VERSION \
+                else self.explain_config_refusal()
             log.error(
                 "[BrokerLifecycleManager id=%d] Unable to register broker %d because the controller "
                 "returned error %s: %s",
@@ -402,6 +408,22 @@ class BrokerNode:
             )
         self._t.restate_static_configs = self.broker_epoch >= 0
         self._backoff(now_ms)
+
+    def explain_config_refusal(self) -> str | None:
+        """KIP-1294: why the controller refused this broker's ``server.properties`` at the level of
+        its image (the registration response has no message field either)."""
+        mv = self.image.metadata_version
+        if mv is None:
+            return None
+        configs = self.image.configs
+        default = configs.get(ConfigResource(ConfigResourceType.BROKER, ""), {})
+        own = configs.get(ConfigResource(ConfigResourceType.BROKER, str(self.node_id)), {})
+        static = self.static_configs
+        found = broker_rule_violations(mv.feature_level, static, default, own, static)
+        if not found:
+            return None
+        return (f"{found[0].sourced_message()}. Set a dynamic override (cluster default or this broker) "
+                "that the rule allows, or fix server.properties.")
 
     def explain_refusal(self) -> str | None:
         """Kafka's UnsupportedVersionException text for this broker against its own image (the
@@ -633,26 +655,15 @@ class BrokerNode:
     def describe_cluster_body(
         self, version: int, body: Mapping[str, Any], listener_name: str | None = None
     ) -> Body:
-        endpoint_type = body.get("endpointType", 1) if version >= 1 else 1
-        if endpoint_type != 1:
-            return {
-                "throttleTimeMs": 0,
-                "errorCode": Errors.MISMATCHED_ENDPOINT_TYPE.code,
-                "errorMessage": "The request was sent to an endpoint of type BROKER, but we wanted an "
-                "endpoint of type CONTROLLER",
-                "endpointType": endpoint_type,
-                "clusterId": self.cluster_id,
-                "controllerId": -1,
-                "brokers": [],
-                "clusterAuthorizedOperations": -2147483648,
-            }
+        refused = describe_cluster_endpoint_error(version, body, BROKER_ENDPOINT)
+        if refused is not None:
+            return refused
         name = listener_name or (self.listeners[0].name if self.listeners else None)
         return describe_cluster_brokers(
             self.image,
             self.cluster_id,
             self._client_controller_id(),
             bool(body.get("includeFencedBrokers", False)),
-            1,
             name,
         )
 

@@ -13,7 +13,7 @@ from kraftwerk.controller import partitions as pc
 from kraftwerk.controller.common import features_from_request, ranges_of, rec
 from kraftwerk.controller.effects import AppendThenRespond, Body, Respond
 from kraftwerk.controller.errors import ApiError
-from kraftwerk.controller.responses import describe_cluster_brokers
+from kraftwerk.controller.responses import CONTROLLER_ENDPOINT, describe_cluster_endpoint_error
 from kraftwerk.image.model import BrokerRegistration, SupportedRange
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
@@ -124,6 +124,7 @@ class ClusterControlManager:
             current is not None
             and current.incarnation_id == self._c.incarnation_id
             and dict(current.supported_features) == {f["name"]: _srange(f) for f in wanted["features"]}
+            and current.zk_migration_ready == wanted["zkMigrationReady"]
         ):
             return []
         if self._self_registration_sent_offset == self._c.last_committed_offset:
@@ -135,47 +136,36 @@ class ClusterControlManager:
         return Respond(self.describe_cluster_body(request.version, request.body))
 
     def describe_cluster_body(self, version: int, body: Mapping[str, Any]) -> Body:
-        """DescribeCluster as a controller answers it (KIP-919: EndpointType 2 lists controllers)."""
-        endpoint_type = body.get("endpointType", 1)
-        include_fenced = bool(body.get("includeFencedBrokers", False))
-        if endpoint_type == 2:
-            nodes = []
-            for cid in sorted(set(self._c.voters) | set(self._c.image.cluster.controllers)):
-                reg = self._c.image.cluster.controllers.get(cid)
-                listener = (
-                    reg.listeners[0]
-                    if reg is not None and reg.listeners
-                    else (self._c.listeners[0] if cid == self._c.node_id and self._c.listeners else None)
-                )
-                if listener is None:
-                    continue
-                nodes.append(
-                    {
-                        "brokerId": cid,
-                        "host": listener.host,
-                        "port": listener.port,
-                        "rack": None,
-                        "isFenced": False,
-                    }
-                )
-            controller = self._c.leader_id if self._c.leader_id is not None else -1
-            return {
-                "throttleTimeMs": 0,
-                "errorCode": 0,
-                "errorMessage": None,
-                "endpointType": 2,
-                "clusterId": self._c.cluster_id,
-                "controllerId": controller,
-                "brokers": nodes,
-                "clusterAuthorizedOperations": -2147483648,
-            }
-        return describe_cluster_brokers(
-            self._c.image,
-            self._c.cluster_id,
-            self._c.leader_id,
-            include_fenced,
-            endpoint_type if version >= 1 else 1,
-        )
+        """DescribeCluster as a controller answers it: EndpointType CONTROLLER lists the controllers
+        (KIP-919); anything else is refused as Kafka's ControllerApis does."""
+        refused = describe_cluster_endpoint_error(version, body, CONTROLLER_ENDPOINT)
+        if refused is not None:
+            return refused
+        nodes = []
+        for cid in sorted(set(self._c.voters) | set(self._c.image.cluster.controllers)):
+            reg = self._c.image.cluster.controllers.get(cid)
+            listener = (
+                reg.listeners[0]
+                if reg is not None and reg.listeners
+                else (self._c.listeners[0] if cid == self._c.node_id and self._c.listeners else None)
+            )
+            if listener is None:
+                continue
+            nodes.append({"brokerId": cid, "host": listener.host, "port": listener.port, "rack": None,
+                          "isFenced": False})
+        # a leader this node has no endpoint for is -1, not an id the client cannot reach (Kafka's)
+        listed = {n["brokerId"] for n in nodes}
+        controller = self._c.leader_id if self._c.leader_id in listed else -1
+        return {
+            "throttleTimeMs": 0,
+            "errorCode": 0,
+            "errorMessage": None,
+            "endpointType": CONTROLLER_ENDPOINT,
+            "clusterId": self._c.cluster_id,
+            "controllerId": controller,
+            "brokers": nodes,
+            "clusterAuthorizedOperations": -2147483648,
+        }
 
     def register_broker(self, request: Request) -> AppendThenRespond:
         body, now_ms = cast(BrokerRegistrationRequest, request.body), request.now_ms
@@ -209,10 +199,17 @@ class ClusterControlManager:
                 "[QuorumController id=%d] Unable to register broker %d: %s", self._c.node_id, broker_id, err
             )
             raise err
+        amending = existing is not None and existing.incarnation_id == incarnation
+        if body.get("staticConfigs") and not amending:
+            static = {c["name"]: v for c in body["staticConfigs"] if (v := c.get("value")) is not None}
+            err = self._c.configs.registration_error(broker_id, static)
+            if err is not None:
+                log.warning("[QuorumController id=%d] Unable to register broker %d: %s",
+                            self._c.node_id, broker_id, err.text)
+                raise err
         if body.get("staticConfigs"):  # even an unchanged, amending registration refreshes them
             self.reported_static_configs[broker_id] = tuple(
                 (c["name"], c.get("value")) for c in body["staticConfigs"])
-        amending = existing is not None and existing.incarnation_id == incarnation
         prior = existing if amending else None
         if prior is not None:
             epoch = prior.epoch  # a retried registration keeps its epoch (Kafka's amending path)
@@ -327,7 +324,7 @@ class ClusterControlManager:
         return {
             "controllerId": self._c.node_id,
             "incarnationId": self._c.incarnation_id,
-            "zkMigrationReady": False,
+            "zkMigrationReady": self._c.migration is not None,
             "listeners": [
                 {"name": e.name, "host": e.host, "port": e.port, "securityProtocol": e.security_protocol}
                 for e in self._c.listeners
@@ -347,8 +344,10 @@ class ClusterControlManager:
         if current is None or current.incarnation_id != self._c.incarnation_id:
             return True
         # New software (a rolling upgrade) changes the supported ranges: register them again.
-        wanted = self.controller_registration_body()["features"]
-        return dict(current.supported_features) != {f["name"]: _srange(f) for f in wanted}
+        wanted = self.controller_registration_body()
+        features = {f["name"]: _srange(f) for f in wanted["features"]}
+        return (dict(current.supported_features) != features
+                or current.zk_migration_ready != wanted["zkMigrationReady"])
 
     def unregister_broker(self, request: Request) -> AppendThenRespond:
         body = cast(UnregisterBrokerRequest, request.body)

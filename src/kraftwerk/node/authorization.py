@@ -53,6 +53,9 @@ _CLUSTER_ACTIONS: Mapping[int, AclOperation] = {
     ApiKey.BEGIN_QUORUM_EPOCH: _OP.CLUSTER_ACTION,
     ApiKey.END_QUORUM_EPOCH: _OP.CLUSTER_ACTION,
     ApiKey.FETCH_SNAPSHOT: _OP.CLUSTER_ACTION,
+    ApiKey.LEADER_AND_ISR: _OP.CLUSTER_ACTION,  # a (migrating) controller to ZK-mode brokers
+    ApiKey.STOP_REPLICA: _OP.CLUSTER_ACTION,
+    ApiKey.UPDATE_METADATA: _OP.CLUSTER_ACTION,
 }
 
 

@@ -236,7 +236,13 @@ class NodeHost:
         controller, raft = self.controller, self.raft
         if controller is None or self.failed or raft.epoch != epoch or not raft.is_leader:
             return
-        activation = activate(controller, self.node_id, epoch, self.io.now_ms())
+        try:
+            activation = activate(controller, self.node_id, epoch, self.io.now_ms())
+        except FatalFaultError as fault:
+            # a migration flag the log's state forbids (KIP-866): Kafka's controller stops too
+            self.failed = True
+            self.io.fail_stop(fault)
+            return
         if activation is not None:
             self.write(activation.encoded_records())
 

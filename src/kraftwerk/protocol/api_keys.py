@@ -12,6 +12,9 @@ class ApiKey(enum.IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    LEADER_AND_ISR = 4
+    STOP_REPLICA = 5
+    UPDATE_METADATA = 6
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20

@@ -17,6 +17,7 @@ DECLARING_MODULES = (
     "kraftwerk.protocol.rpc.topics",
     "kraftwerk.protocol.rpc.data",
     "kraftwerk.protocol.rpc.replication",
+    "kraftwerk.protocol.rpc.zk_control",
     "kraftwerk.protocol.rpc.raft",
     "kraftwerk.protocol.rpc.sasl",
     "kraftwerk.protocol.rpc.acls",

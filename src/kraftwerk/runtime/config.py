@@ -304,6 +304,10 @@ class ServerConfig:
             protocol = self.security_protocol_map.get(endpoint.listener)
             if protocol is None:
                 raise _E(f"No security protocol defined for listener {endpoint.listener}")
+        migration = self.raw.get("zookeeper.metadata.migration.enable", "false").strip().lower() == "true"
+        if migration and not self.raw.get("zookeeper.connect", "").strip():
+            raise _E("If using zookeeper.metadata.migration.enable in KRaft mode, zookeeper.connect must "
+                     "also be set.")
         if self.broker_heartbeat_interval_ms >= self.broker_session_timeout_ms:
             raise _E("broker.heartbeat.interval.ms must be less than broker.session.timeout.ms")
 

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftwerk.broker.node import BROKER_API_KEYS, BrokerNode
+from kraftwerk.config.catalogue.controller import METRICS_HOST_CONFIG, METRICS_PORT_CONFIG
 from kraftwerk.controller.authorizer import Session
 from kraftwerk.controller.common import declared_api_ranges
 from kraftwerk.controller.effects import Body, Forward, WriteSnapshot
@@ -57,6 +58,8 @@ from kraftwerk.runtime.config import ServerConfig
 from kraftwerk.runtime.data_plane import DATA_API_KEYS, DataPlane
 from kraftwerk.runtime.errors import NetworkError, NodeError
 from kraftwerk.runtime.forwarding import ForwardingError, client_host, envelope_body, unwrap_response
+from kraftwerk.runtime.metrics import Cores, MetricsServer
+from kraftwerk.runtime.migration_io import MigrationRunner, ZkMigrationClient
 from kraftwerk.runtime.raft_host import RaftHost, wall_clock_ms
 from kraftwerk.runtime.raft_log_files import open_metadata_log
 from kraftwerk.runtime.security import ListenerSecurity, scram_lookup_from
@@ -74,6 +77,8 @@ APPEND_COMMIT_TIMEOUT_S = 10.0
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 5.0
 CONTROLLER_REGISTRATION_RETRY_MS = 1000
 CLUSTER_ID_PROBE_INTERVAL_MS = 30_000
+ZK_MIGRATION_TIMEOUT_S = 5.0
+"""How long a migrating controller waits to connect to ZooKeeper before an action fails (and retries)."""
 
 
 def check_formatted(config: ServerConfig) -> str:
@@ -127,6 +132,7 @@ class Node:
         self._shutdown_done = asyncio.Event()
         self._cluster_refusal: str | None = None
         self._cluster_probe_ms = -CLUSTER_ID_PROBE_INTERVAL_MS
+        self.metrics: MetricsServer | None = None
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -183,8 +189,17 @@ class Node:
             self.servers.append(server)
             log.info("Awaiting socket connections on %s:%d (listener %s).", endpoint.host or "0.0.0.0",
                      server.port, endpoint.listener)
+        parsed = config.parsed
+        if parsed is not None and parsed.integer(METRICS_PORT_CONFIG) >= 0:
+            self.metrics = MetricsServer(self._metric_cores, parsed.text(METRICS_HOST_CONFIG),
+                                         parsed.integer(METRICS_PORT_CONFIG))
         self.raft.start()
         self._spawn(self._controller_loop(), "controller-loop")
+        driver = self.controller.migration if self.controller is not None else None
+        if driver is not None:
+            zk = ZkMigrationClient(config.raw.get("zookeeper.connect", ""), node_id=config.node_id,
+                                   cluster_id=self.cluster_id, timeout_s=ZK_MIGRATION_TIMEOUT_S)
+            self._spawn(MigrationRunner(driver, zk, self.host, self.raft).run(), "migration-driver")
         if self.broker is not None:
             self._spawn(self._broker_loop(), "broker-lifecycle")
         if self.data_plane is not None:
@@ -320,6 +335,8 @@ class Node:
             task.cancel()
         for server in self.servers:
             await server.close()
+        if self.metrics is not None:
+            self.metrics.close()
         if self.data_plane is not None:
             await self.data_plane.close()
         if self.raft is not None:
@@ -377,6 +394,9 @@ class Node:
             self._ready_path().unlink()
         with contextlib.suppress(FileNotFoundError):
             (self.metadata_dir / FENCED_FILE).unlink()
+
+    def _metric_cores(self) -> Cores:
+        return Cores(self.controller, self.broker, wall_clock_ms())
 
     # --- HostIO: what the node host asks of this process ------------------------------------
 
@@ -441,7 +461,8 @@ class Node:
     def mark_ready(self) -> None:
         info = {"pid": os.getpid(), "nodeId": self.config.node_id, "roles": self.config.roles_text,
                 "clusterId": self.cluster_id, "softwareVersion": self.config.software.release,
-                "listeners": {s.listener: s.port for s in self.servers}}
+                "listeners": {s.listener: s.port for s in self.servers},
+                "metricsPort": None if self.metrics is None else self.metrics.port}
         tmp = self._ready_path().with_suffix(".tmp")
         tmp.write_text(json.dumps(info) + "\n")
         tmp.replace(self._ready_path())

@@ -216,6 +216,9 @@ ZOOKEEPER_KEYS: tuple[ConfigKey, ...] = (
            "Whether znodes are written with secure ACLs."),
     define("zookeeper.metadata.migration.enable", T.BOOLEAN, False, None, I.HIGH,
            "KIP-866: take part in a ZooKeeper to KRaft migration."),
+    define("zookeeper.metadata.migration.max.lag.ms", T.LONG, 30_000, Range.at_least(0), I.MEDIUM,
+           "KIP-866's lag bound (a kraftwerk name): how long committed KRaft metadata may wait for "
+           "ZooKeeper in dual-write mode before the controller refuses metadata writes."),
     define("zookeeper.ssl.client.enable", T.BOOLEAN, False, None, I.HIGH, "Use TLS to reach ZooKeeper."),
     define("zookeeper.ssl.keystore.location", T.STRING, None, None, I.MEDIUM, "Key store for ZooKeeper TLS."),
     define("zookeeper.ssl.keystore.password", T.PASSWORD, None, None, I.MEDIUM,
