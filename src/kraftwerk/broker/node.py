@@ -561,7 +561,7 @@ class BrokerNode:
     def alter_configs(self, request: Request) -> Respond | Forward:
         """BROKER_LOGGER resources alone are this broker's own (live log levels, never persisted);
         anything else is the controller's."""
-        if _only_broker_loggers(request.body):
+        if only_broker_loggers(request.body):
             incremental = request.api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS
             return Respond(alter_broker_loggers(self.node_id, request.body, incremental=incremental))
         return self.forward(request)
@@ -697,7 +697,7 @@ BROKER_API_KEYS = (*ROUTES, *DATA_PLANE_API_KEYS)
 forwarding)."""
 
 
-def _only_broker_loggers(body: Mapping[str, Any]) -> bool:
+def only_broker_loggers(body: Mapping[str, Any]) -> bool:
     """Whether a config change names BROKER_LOGGER resources only."""
     resources = body.get("resources") or ()
     return bool(resources) and all(r["resourceType"] == ConfigResourceType.BROKER_LOGGER for r in resources)
