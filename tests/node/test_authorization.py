@@ -3,8 +3,10 @@ refusals merged into the core's answer, listings filtered."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 
+import pytest
 from immutables import Map
 
 from kraftwerk.controller.authorizer import Session, StandardAuthorizer
@@ -107,3 +109,14 @@ def test_config_resources() -> None:
     assert verdict.body is None  # WRITE/READ do not imply DESCRIBE_CONFIGS; the broker needs the cluster's
     answer = verdict.finish(None)
     assert answer is not None and [r["errorCode"] for r in answer["results"]] == [29, 31]
+
+
+def test_refusals_are_audited(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, "kraftwerk.authorizer"):
+        _verdict(ApiKey.UPDATE_FEATURES, 1, {"featureUpdates": []})
+        _verdict(ApiKey.METADATA, 12, {"topics": None}).finish({"topics": [{"name": "secret"}]})
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("INFO", "Principal = User:alice is Denied operation = ALTER from host = 127.0.0.1 on resource = "
+                 "Cluster:LITERAL:kafka-cluster"),
+        ("DEBUG", "Principal = User:alice is Denied operation = DESCRIBE from host = 127.0.0.1 on resource = "
+                  "Topic:LITERAL:secret")]

@@ -12,6 +12,7 @@ Pure: the runtime calls it before handing a request to a core.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,11 @@ from kraftwerk.protocol.error_codes import Errors
 Value = dict[str, Any]
 Body = Value
 _ZERO = uuid.UUID(int=0)
+audit_log = logging.getLogger("kraftwerk.authorizer")
+#: Kafka's ``ResourceType.toString`` names, as its audit lines print them
+_RESOURCE_NAMES = {AclResourceType.TOPIC: "Topic", AclResourceType.GROUP: "Group",
+                   AclResourceType.CLUSTER: "Cluster", AclResourceType.TRANSACTIONAL_ID: "TransactionalId",
+                   AclResourceType.DELEGATION_TOKEN: "DelegationToken", AclResourceType.USER: "User"}
 _TOPIC_DENIED = Errors.TOPIC_AUTHORIZATION_FAILED
 _CLUSTER_DENIED = Errors.CLUSTER_AUTHORIZATION_FAILED
 _OP = AclOperation
@@ -96,15 +102,24 @@ class _Check:
         self.image = image
         self.session = session
 
-    def may(self, operation: AclOperation, resource_type: AclResourceType, name: str) -> bool:
+    def may(self, operation: AclOperation, resource_type: AclResourceType, name: str, *,
+            audit: bool = True) -> bool:
+        """The authorizer's answer; a refusal is logged as Kafka's ``kafka.authorizer.logger`` does
+        (INFO; not for topics a listing leaves out, which Kafka logs at DEBUG)."""
         acls = self.image.acls.values()
-        return self.authorizer.authorize(acls, self.session, operation, resource_type, name)
+        allowed = self.authorizer.authorize(acls, self.session, operation, resource_type, name)
+        if not allowed:
+            level = logging.INFO if audit else logging.DEBUG
+            audit_log.log(level, "Principal = %s is Denied operation = %s from host = %s on resource = "
+                          "%s:LITERAL:%s", self.session.principal, operation.name, self.session.host,
+                          _RESOURCE_NAMES[resource_type], name)
+        return allowed
 
     def cluster(self, operation: AclOperation) -> bool:
         return self.may(operation, AclResourceType.CLUSTER, CLUSTER_NAME)
 
-    def topic(self, operation: AclOperation, name: str | None) -> bool:
-        return name is not None and self.may(operation, AclResourceType.TOPIC, name)
+    def topic(self, operation: AclOperation, name: str | None, *, audit: bool = True) -> bool:
+        return name is not None and self.may(operation, AclResourceType.TOPIC, name, audit=audit)
 
     def topic_name(self, item: Mapping[str, Any], key: str = "name") -> str | None:
         name = item.get(key)
@@ -221,7 +236,7 @@ def _metadata(check: _Check, version: int, body: Body) -> Verdict:
     auto-created); a listing of every topic leaves them out."""
     topics = body.get("topics")
     if topics is None or (version == 0 and not topics):  # every topic (v0 says so with an empty list)
-        return Verdict(body, listed=lambda t: check.topic(_OP.DESCRIBE, t.get("name")))
+        return Verdict(body, listed=lambda t: check.topic(_OP.DESCRIBE, t.get("name"), audit=False))
     kept, refused = _split(topics, lambda t: check.topic(_OP.DESCRIBE, check.topic_name(t)))
     if not refused:
         return _allowed(body)
@@ -233,7 +248,7 @@ def _metadata(check: _Check, version: int, body: Body) -> Verdict:
 
 
 def _describe_topic_partitions(check: _Check, version: int, body: Body) -> Verdict:
-    return Verdict(body, listed=lambda t: check.topic(_OP.DESCRIBE, t.get("name")))
+    return Verdict(body, listed=lambda t: check.topic(_OP.DESCRIBE, t.get("name"), audit=False))
 
 
 # ---------------------------------------------------------------------- data requests
