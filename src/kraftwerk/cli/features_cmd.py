@@ -28,6 +28,7 @@ from kraftwerk.cli.args import (
 )
 from kraftwerk.cli.output import add_output_flag, print_json, status
 from kraftwerk.cli.storage_cmd import print_feature_dependencies, print_version_mapping
+from kraftwerk.config.errors import ConfigError
 from kraftwerk.config.properties import properties_values
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.protocol.error_codes import Errors
@@ -40,6 +41,7 @@ from kraftwerk.runtime.admin_client import (
     UpdateResult,
     UpgradeType,
 )
+from kraftwerk.runtime.client_security import PLAINTEXT, ClientSecurity, client_security
 from kraftwerk.runtime.feature_convergence import Convergence, wait_converged
 from kraftwerk.versions import metadata_version as mvs
 from kraftwerk.versions.errors import VersionError
@@ -61,7 +63,11 @@ class _UpdateFailed(KraftwerkError):
 #: Admin client configs we act on; anything else in --command-config is reported and ignored.
 _SUPPORTED_CONFIGS = frozenset({"bootstrap.servers", "bootstrap.controllers", "client.id",
                                 "request.timeout.ms", "default.api.timeout.ms", "retry.backoff.ms",
-                                "security.protocol"})
+                                "security.protocol", "sasl.mechanism", "sasl.jaas.config",
+                                "ssl.truststore.location", "ssl.truststore.type",
+                                "ssl.truststore.certificates", "ssl.keystore.location", "ssl.keystore.type",
+                                "ssl.key.password", "ssl.keystore.password",
+                                "ssl.endpoint.identification.algorithm"})
 
 
 def register(groups: Any) -> None:
@@ -158,6 +164,7 @@ class ClientSettings:
     request_timeout_s: float = 30.0
     api_timeout_s: float = 60.0
     retry_backoff_s: float = 0.1
+    security: ClientSecurity = PLAINTEXT
 
 
 def client_settings(args: argparse.Namespace) -> ClientSettings:
@@ -176,10 +183,10 @@ def client_settings(args: argparse.Namespace) -> ClientSettings:
         else:
             raise FeatureCommandError("Command line error: one of the arguments --bootstrap-server "
                                       "--bootstrap-controller is required. Type --help for help.")
-    protocol = props.get("security.protocol", "PLAINTEXT").upper()
-    if protocol != "PLAINTEXT":
-        raise FeatureCommandError(f"security.protocol={protocol} is not supported by kraftwerk's admin "
-                                  "client (only PLAINTEXT).")
+    try:
+        security = client_security(props)
+    except ConfigError as exc:
+        raise FeatureCommandError(str(exc)) from None
 
     def seconds(key: str, default: float) -> float:
         if key not in props:
@@ -197,6 +204,7 @@ def client_settings(args: argparse.Namespace) -> ClientSettings:
         request_timeout_s=seconds("request.timeout.ms", 30.0),
         api_timeout_s=seconds("default.api.timeout.ms", 60.0),
         retry_backoff_s=seconds("retry.backoff.ms", 0.1),
+        security=security,
     )
 
 
@@ -219,7 +227,7 @@ def _load_command_config(path: str | None) -> dict[str, str]:
 def open_client(settings: ClientSettings) -> AdminClient:
     return AdminClient(settings.bootstrap, controllers=settings.controllers, client_id=settings.client_id,
                        request_timeout_s=settings.request_timeout_s, api_timeout_s=settings.api_timeout_s,
-                       retry_backoff_s=settings.retry_backoff_s)
+                       retry_backoff_s=settings.retry_backoff_s, security=settings.security)
 
 
 # ---------------------------------------------------------------------- describe

@@ -49,8 +49,10 @@ class Convergence:
 
 
 def finalized_levels(client: AdminClient, node: NodeInfo, timeout_s: float) -> dict[str, int]:
-    """A node's finalized feature levels from a new connection's ApiVersions."""
-    conn = Connection(node.host, node.port, client_id=client.client_id, timeout_s=timeout_s)
+    """A node's finalized feature levels from a new connection's ApiVersions (with the client's
+    TLS/SASL settings)."""
+    conn = Connection(node.host, node.port, client_id=client.client_id, timeout_s=timeout_s,
+                      security=client.security)
     try:
         body = conn.api_versions_response
     finally:

@@ -52,6 +52,7 @@ from kraftwerk.raft import (
     SnapshotId,
 )
 from kraftwerk.runtime.client import ReconnectingClient
+from kraftwerk.runtime.client_security import PLAINTEXT, ClientSecurity
 from kraftwerk.runtime.errors import NetworkError
 from kraftwerk.runtime.ratelimit import RateLimitedLog
 from kraftwerk.runtime.server import Request
@@ -110,8 +111,11 @@ class RaftHost:
                  on_committed: Callable[[list[Committed]], None] | None = None,
                  clock: Callable[[], int] = wall_clock_ms, client_id: str = "raft-client",
                  request_timeout_ms: int = 2000, rng: random.Random | None = None,
-                 on_cluster_id_refused: Callable[[int], None] | None = None) -> None:
+                 on_cluster_id_refused: Callable[[int], None] | None = None,
+                 security: ClientSecurity = PLAINTEXT) -> None:
         self.node = node
+        self.security = security
+        """How this node reaches the controllers' listener (TLS, SASL)."""
         self.clock = clock
         self.on_committed = on_committed
         self.on_cluster_id_refused = on_cluster_id_refused
@@ -283,7 +287,8 @@ class RaftHost:
                 task.add_done_callback(self._tasks.discard)
             client = ReconnectingClient(address[0], address[1], client_id=self.client_id, backoff_ms=20,
                                         backoff_max_ms=500, rng=random.Random(self._rng.getrandbits(32)),
-                                        connect_timeout_s=self.request_timeout_ms / 1000)
+                                        connect_timeout_s=self.request_timeout_ms / 1000,
+                                        security=self.security)
             self._clients[destination] = client
         return client
 

@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kraftwerk.broker.node import _only_broker_loggers
+from kraftwerk.broker.node import only_broker_loggers
 from kraftwerk.broker.zk_broker import ZK_BROKER_API_KEYS, ZkBrokerCore
 from kraftwerk.config import ConfigResourceType
 from kraftwerk.controller.common import declared_api_ranges, shape_response
@@ -38,7 +38,7 @@ from kraftwerk.controller.zk_controller import Decisions, ZkController, ZkCreate
 from kraftwerk.image.model import ConfigResource, Endpoint
 from kraftwerk.migration import encode
 from kraftwerk.migration.errors import ZnodeError
-from kraftwerk.migration.reader import _stat, parse_connect, read_tree
+from kraftwerk.migration.reader import parse_connect, read_tree, znode_stat
 from kraftwerk.migration.state import parse_cluster
 from kraftwerk.migration.tree import ZnodeStat
 from kraftwerk.migration.znodes import (
@@ -146,7 +146,7 @@ class ZooKeeperStore:
             data, stat = self.client.get(path)
         except self.no_node:
             return None
-        return data, _stat(stat)
+        return data, znode_stat(stat)
 
     def brokers(self) -> dict[int, Any]:
         out = {}
@@ -617,7 +617,7 @@ class ZkNode:
             names = [r["name"] for r in response["responses"] if r["errorCode"] == 0]
             await self._wait(lambda: all(n not in core.image.topics.by_name for n in names), body)
             return shape_response(key, version, response)
-        if key in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS) and not _only_broker_loggers(body):
+        if key in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS) and not only_broker_loggers(body):
             response, writes = core.config_writes(body, incremental=key == ApiKey.INCREMENTAL_ALTER_CONFIGS)
             await self._admin_write(writes)
             await self._reload_configs()
