@@ -70,21 +70,11 @@ def _quiet() -> Iterator[None]:
 SEED_MIXES = [(3, 2, 0, seeds(80)), (1, 1, 1000, seeds(330)), (5, 3, 2000, seeds(30))]
 
 
-#: Seeds that find a bug not fixed yet: played by ``test_open_findings`` (strict xfail: it fails
-#: once they pass, so they move back into the mixes), skipped by the mixes meanwhile.
-#: 1131 and 1206 (1 controller + 1 broker): after an unsafe downgrade to 3.6-IV2 and a second
-#: same-level FeatureLevelRecord, the controller asks for a snapshot its image cannot be written
-#: at without "controller registration data" being lost.
-OPEN_FINDINGS = {1131: (1, 1), 1206: (1, 1)}
-
-
 @pytest.mark.parametrize(("voters", "brokers", "start", "count"), SEED_MIXES)
 def test_seeded_mixes_find_no_violation(voters: int, brokers: int, start: int, count: int) -> None:
     failures = []
     totals: dict[str, int] = {}
     for seed in range(start, start + count):
-        if OPEN_FINDINGS.get(seed) == (voters, brokers):
-            continue
         result = run_seed(seed, mix=ALL_MIXES[seed % 4], voters=voters, brokers=brokers)
         if not result.ok:
             failures.append(result.report())
@@ -99,14 +89,6 @@ def test_seeded_mixes_find_no_violation(voters: int, brokers: int, start: int, c
     if voters > 1:
         assert totals["lossy_rewrites"] > 0 and totals["fail_stops"] > 0 and totals["rolls"] > 0
         assert totals["refused_brokers_rolled"] > 0  # old-software brokers refused, then rolled
-
-
-@pytest.mark.xfail(strict=True, reason="open findings of the seeded mixes (see OPEN_FINDINGS)")
-@pytest.mark.parametrize("seed", sorted(OPEN_FINDINGS))
-def test_open_findings(seed: int) -> None:
-    voters, brokers = OPEN_FINDINGS[seed]
-    result = run_seed(seed, mix=ALL_MIXES[seed % 4], voters=voters, brokers=brokers)
-    assert result.ok, result.report()
 
 
 def test_same_seed_same_history() -> None:

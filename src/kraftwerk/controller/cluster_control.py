@@ -108,7 +108,7 @@ class ClusterControlManager:
         return out
 
     def _mv(self) -> MetadataVersion:
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         assert mv is not None
         return mv
 
@@ -117,7 +117,7 @@ class ClusterControlManager:
         return broker is not None and not broker.fenced
 
     def _self_registration(self) -> list[MetadataRecord]:
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         if mv is None or not mv.is_controller_registration_supported():
             return []
         current = self._c.image.cluster.controllers.get(self._c.node_id)
@@ -171,7 +171,7 @@ class ClusterControlManager:
 
     def register_broker(self, request: Request) -> AppendThenRespond:
         body, now_ms = cast(BrokerRegistrationRequest, request.body), request.now_ms
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         assert mv is not None
         broker_id = body["brokerId"]
         if body.get("clusterId") != self._c.cluster_id:
@@ -289,7 +289,7 @@ class ClusterControlManager:
 
     def register_controller(self, request: Request) -> AppendThenRespond:
         body = request.body
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         if mv is None or not mv.is_controller_registration_supported():
             raise ApiError(
                 Errors.UNSUPPORTED_VERSION,
@@ -307,7 +307,7 @@ class ClusterControlManager:
         )
 
     def _controller_record(self, body: Mapping[str, Any]) -> MetadataRecord:
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         assert mv is not None
         return rec(
             "RegisterControllerRecord",
@@ -339,7 +339,7 @@ class ClusterControlManager:
 
     def needs_controller_registration(self) -> bool:
         """Whether a standby should send :meth:`controller_registration_body` to the active one."""
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         if self._c.is_active or mv is None or not mv.is_controller_registration_supported():
             return False
         current = self._c.image.cluster.controllers.get(self._c.node_id)
@@ -443,7 +443,7 @@ class ClusterControlManager:
         )
 
     def _fence_record(self, broker: BrokerRegistration, *, in_controlled_shutdown: bool) -> MetadataRecord:
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         assert mv is not None
         if mv.is_broker_registration_change_record_supported():
             value: dict[str, Any] = {"brokerId": broker.id, "brokerEpoch": broker.epoch, "fenced": 1}
@@ -453,7 +453,7 @@ class ClusterControlManager:
         return rec("FenceBrokerRecord", 0, {"id": broker.id, "epoch": broker.epoch})
 
     def _unfence_record(self, broker: BrokerRegistration) -> MetadataRecord:
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         assert mv is not None
         if mv.is_broker_registration_change_record_supported():
             return rec(

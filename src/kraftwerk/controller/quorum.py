@@ -184,6 +184,14 @@ class QuorumController:
     def metadata_version(self) -> MetadataVersion | None:
         return self.image.metadata_version
 
+    @property
+    def latest_metadata_version(self) -> MetadataVersion | None:
+        """The level this controller's next records are written at: a metadata.version it appended
+        but has not committed yet wins over the image's, as in Kafka, whose controller applies its
+        own records at once. Without it a registration appended after an unsafe downgrade would
+        carry data the new level cannot hold."""
+        return self.features.latest_metadata_version() or self.image.metadata_version
+
     def finalized_features(self) -> tuple[dict[str, int], int]:
         """(levels as ApiVersions reports them, FinalizedFeaturesEpoch)."""
         return finalized_levels(self.image, self.kraft_version), self.image.features_epoch
