@@ -105,7 +105,11 @@ def test_describe_cluster_and_endpoint_type() -> None:
     assert [(x["brokerId"], x["port"]) for x in resp["brokers"]] == [(2, 9112)]
     assert resp["clusterId"] == CLUSTER_ID
     wrong = ask(b, 60, 1, {"endpointType": 2})
-    assert wrong["errorCode"] == Errors.MISMATCHED_ENDPOINT_TYPE.code
+    assert (wrong["errorCode"], wrong["errorMessage"], wrong["clusterId"]) == (
+        Errors.MISMATCHED_ENDPOINT_TYPE.code,
+        "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER",
+        "")
+    assert ask(b, 60, 2, {"endpointType": 0})["errorCode"] == Errors.UNSUPPORTED_ENDPOINT_TYPE.code
 
 
 def test_describe_configs_sources() -> None:
@@ -149,8 +153,8 @@ def test_describe_configs_sources() -> None:
 def test_api_versions_and_forward() -> None:
     _log, _ctl, b = running_cluster(MV.IBP_4_0_IV3)
     resp = ask(b, 18, 4, {})
-    assert {k["apiKey"] for k in resp["apiKeys"]} == {0, 1, 2, 3, 18, 19, 20, 22, 23, 32, 33, 37, 44, 50, 51,
-                                                      57, 60, 75}
+    assert {k["apiKey"] for k in resp["apiKeys"]} == {0, 1, 2, 3, 18, 19, 20, 22, 23, 29, 30, 31, 32, 33, 37,
+                                                      44, 50, 51, 57, 60, 75}
     assert {f["name"]: f["maxVersionLevel"] for f in resp["finalizedFeatures"]} == {"metadata.version": 25}
     body = {"timeoutMs": 1, "featureUpdates": [], "validateOnly": True}
     reply = b.handle_request(57, 1, body, 0)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from kraftwerk.cli.main import main as cli_main
 from kraftwerk.runtime.admin_client import AdminClient
@@ -48,3 +50,24 @@ def wait_topic_on_brokers(cluster: LocalCluster, topic: str, timeout_s: float = 
                     break
                 assert time.monotonic() < deadline, f"broker {broker.node_id} does not know topic {topic}"
                 time.sleep(0.1)
+
+
+def kafka_python_error_codes(result: Any) -> set[int]:
+    """The error codes in kafka-python's nested ``alter_configs`` result: 0 for a resource that
+    succeeded; a failed one is an error object or its text (``[Error 40] InvalidConfigurationError: ...``)."""
+    found: set[int] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, int):
+            found.add(value)
+        elif isinstance(value, str):
+            code = re.match(r"\[Error (\d+)\]", value)
+            found.add(int(code.group(1)) if code else 0)
+        else:
+            found.add(int(getattr(value, "errno", 0) or 0))
+
+    walk(result)
+    return found

@@ -16,7 +16,7 @@ import pytest
 
 from kraftwerk.runtime.admin_client import AdminClient
 from kraftwerk.runtime.local_cluster import LocalCluster
-from tests.cluster.helpers import cli, cluster_up, wait_topic_on_brokers
+from tests.cluster.helpers import cli, cluster_up, kafka_python_error_codes, wait_topic_on_brokers
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop, pytest.mark.timeout(240)]
 
@@ -62,7 +62,7 @@ def test_kafka_python_describe_and_alter(cluster: LocalCluster) -> None:
     try:
         resource = ConfigResource(ConfigResourceType.TOPIC, TOPIC, configs={"retention.ms": "86400000"})
         result = admin.alter_configs([resource], incremental=False)
-        assert _errors(result) == {0}, result
+        assert kafka_python_error_codes(result) == {0}, result
         _wait_for(lambda: _check_value(cluster, "topic", TOPIC, "retention.ms", "86400000"))
         bad = ConfigResource(ConfigResourceType.TOPIC, TOPIC, configs={"segment.bytes": "1"})
         refused = admin.alter_configs([bad], incremental=False)
@@ -79,23 +79,6 @@ def _check_in(text: str, part: str) -> None:
 
 def _check_value(cluster: LocalCluster, rtype: str, name: str, key: str, value: str) -> None:
     assert _describe(cluster, rtype, name)[key].value == value
-
-
-def _errors(result: Any) -> set[int]:
-    """The error codes in kafka-python's nested alter_configs result."""
-    found: set[int] = set()
-
-    def walk(value: Any) -> None:
-        if isinstance(value, dict):
-            for v in value.values():
-                walk(v)
-        elif isinstance(value, int):
-            found.add(value)
-        else:
-            found.add(int(getattr(value, "errno", 0) or 0))
-
-    walk(result)
-    return found
 
 
 def test_confluent_kafka_invalid_config_and_password(cluster: LocalCluster) -> None:

@@ -67,3 +67,24 @@ def test_cluster_status_json(cluster: tuple[Path, str], capsys: pytest.CaptureFi
     status = json.loads(capsys.readouterr().out)
     assert [n["state"] for n in status["nodes"]] == ["ready"] * 5
     assert all(n["finalizedFeatures"]["metadata.version"] > 0 for n in status["nodes"])
+
+
+def test_describe_cluster_with_the_wrong_endpoint_type_is_refused(cluster: tuple[Path, str]) -> None:
+    """KIP-919 (Kafka's ``AuthHelper.computeDescribeClusterResponse``): a controller asked for
+    brokers, or a broker asked for controllers, answers MISMATCHED_ENDPOINT_TYPE (114)."""
+    from kraftwerk.runtime.admin_client import AdminClient
+    from kraftwerk.runtime.local_cluster import LocalCluster
+
+    root, bootstrap = cluster
+    controller = LocalCluster.load(root).controllers[0].address
+    asked = {"includeClusterAuthorizedOperations": False, "endpointType": 1}
+    with AdminClient(controller, controllers=True) as admin:
+        refused = admin.call(60, asked)
+        listed = admin.call(60, {**asked, "endpointType": 2})
+    assert (refused["errorCode"], refused["errorMessage"]) == (114, (
+        "The request was sent to an endpoint of type CONTROLLER, but we wanted an endpoint of type BROKER"))
+    assert listed["errorCode"] == 0 and sorted(n["brokerId"] for n in listed["brokers"]) == [1, 2, 3]
+    with AdminClient(bootstrap) as admin:
+        refused = admin.call(60, {**asked, "endpointType": 2})
+    assert (refused["errorCode"], refused["errorMessage"]) == (114, (
+        "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"))

@@ -92,17 +92,20 @@ def test_feature_levels_beyond_production_and_unknown_levels() -> None:
         "Invalid update version 5 for feature group.version. No feature:group.version with feature level 5")
 
 
-def test_metadata_version_changes_are_logged_and_described(caplog: pytest.LogCaptureFixture) -> None:
+def test_metadata_version_changes_are_announced_not_logged_here(caplog: pytest.LogCaptureFixture) -> None:
+    """Kafka's WARN lines come back with the outcome: the controller logs them only once its other
+    checks (KIP-1294's config audit) have passed too."""
     with caplog.at_level(logging.WARNING, LOGGER):
         same = run(state(MV.IBP_4_2_IV1), ("metadata.version", 29, UP))
         up = run(state(MV.IBP_4_2_IV1), ("metadata.version", 30, UP))
         down = run(state(MV.IBP_4_2_IV1), ("metadata.version", 27, SAFE))
         unsafe = run(state(MV.IBP_4_3_IV0), ("metadata.version", 25, UNSAFE), allow_unsafe=True)
-    assert same.ok and same.downgrade is None
+    assert same.ok and same.downgrade is None and same.announcements == ()
     assert up.ok and up.downgrade is None
     assert down.downgrade == MetadataVersionDowngrade(MV.IBP_4_2_IV1, MV.IBP_4_1_IV1, lossy=False)
     assert unsafe.downgrade == MetadataVersionDowngrade(MV.IBP_4_3_IV0, MV.IBP_4_0_IV3, lossy=True)
-    assert caplog.messages == [
+    assert caplog.messages == []
+    assert [*up.announcements, *down.announcements, *unsafe.announcements] == [
         "Upgrading metadata.version from 4.2-IV1 to 4.3-IV0.",
         "Downgrading metadata.version from 4.2-IV1 to 4.1-IV1.",
         "Downgrading metadata.version unsafely from 4.3-IV0 to 4.0-IV3; 0 loss(es).",

@@ -364,9 +364,16 @@ def test_describe_cluster_controller_listener() -> None:
     b = broker(2)
     log.join(b)
     drive_broker(log, ctl, b, 0)  # type: ignore[arg-type]
+    # Kafka's ControllerApis: a controller asked for brokers refuses (KIP-919, error 114)
     resp = call(log, ctl, 60, 2, {"endpointType": 1, "includeFencedBrokers": True})  # type: ignore[arg-type]
-    assert [x["brokerId"] for x in resp["brokers"]] == [2] and resp["brokers"][0]["isFenced"]
-    assert call(log, ctl, 60, 2, {"endpointType": 1})["brokers"] == []  # type: ignore[arg-type]
+    assert (resp["errorCode"], resp["errorMessage"], resp["brokers"]) == (
+        Errors.MISMATCHED_ENDPOINT_TYPE.code,
+        "The request was sent to an endpoint of type CONTROLLER, but we wanted an endpoint of type BROKER",
+        [])
+    assert call(log, ctl, 60, 0, {})["errorCode"] == Errors.INVALID_REQUEST.code  # type: ignore[arg-type]
+    unknown = call(log, ctl, 60, 1, {"endpointType": 3})  # type: ignore[arg-type]
+    assert (unknown["errorCode"], unknown["errorMessage"]) == (
+        Errors.UNSUPPORTED_ENDPOINT_TYPE.code, "Unsupported endpoint type 3")
     ctrl = call(log, ctl, 60, 1, {"endpointType": 2})  # type: ignore[arg-type]
     assert ctrl["controllerId"] == 1 and [x["brokerId"] for x in ctrl["brokers"]] == [1]
 
@@ -501,6 +508,25 @@ def test_unsafe_downgrade_lossy_snapshot_and_loss_text() -> None:
     assert old.image == ctl.image  # type: ignore[attr-defined]
 
 
+def test_no_self_registration_behind_an_uncommitted_unsafe_downgrade() -> None:
+    """Found by the lifecycle simulator (seeds 1131, 1206 at 1+1): a controller that registered
+    itself from the committed level while its own downgrade to 3.6-IV2 was still in flight put a
+    RegisterControllerRecord after it, and no later snapshot at 3.6-IV2 could be written."""
+    log, ctl = started(MV.IBP_4_3_IV0)  # not registered yet: the first tick would register it
+    body = {"timeoutMs": 1000, "validateOnly": False,
+            "featureUpdates": [{"feature": "metadata.version", "maxVersionLevel": 14, "upgradeType": 3}]}
+    reply = ctl.handle_request(57, 1, roundtrip(57, 1, body, Kind.REQUEST), 1, next_offset=log.end)  # type: ignore[attr-defined]
+    assert isinstance(reply, AppendThenRespond)
+    assert ctl.latest_metadata_version is MV.IBP_3_6_IV2  # type: ignore[attr-defined]
+    assert ctl.metadata_version is MV.IBP_4_3_IV0  # type: ignore[attr-defined]
+    assert not [r for r in ctl.tick(2) if r.spec.name == "RegisterControllerRecord"]  # type: ignore[attr-defined]
+    log.append(reply.records)
+    assert not [r for r in ctl.tick(3) if r.spec.name == "RegisterControllerRecord"]  # type: ignore[attr-defined]
+    log.append(ctl.tick(4))  # type: ignore[attr-defined]
+    snapshot = log.latest_snapshot()
+    assert snapshot is not None and snapshot.render().metadata_version is MV.IBP_3_6_IV2
+
+
 def test_safe_downgrade_and_upgrade_write_version_change_snapshots() -> None:
     log, ctl = started(MV.IBP_4_2_IV1)
     resp = update(log, ctl, 2, ("metadata.version", 23, 2))
@@ -573,9 +599,11 @@ def test_bodies_encode_at_every_version() -> None:
             assert mv in body["supportedFeatures"]
             assert {"name": "metadata.version", "maxVersionLevel": 30, "minVersionLevel": 30} in \
                 body["finalizedFeatures"]
-    for v in range(0, 3):
-        body = roundtrip(60, v, ctl.describe_cluster_body(v, {}))  # type: ignore[attr-defined]
+    for v in range(1, 3):
+        body = roundtrip(60, v, ctl.describe_cluster_body(v, {"endpointType": 2}))  # type: ignore[attr-defined]
         assert body["clusterId"] == CLUSTER_ID and body["controllerId"] == ctl.node_id
+    refused = roundtrip(60, 0, ctl.describe_cluster_body(0, {}))  # type: ignore[attr-defined]
+    assert refused["errorCode"] == Errors.INVALID_REQUEST.code
 
 
 # ---------------------------------------------------------------- requests racing uncommitted records

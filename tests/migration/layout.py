@@ -8,12 +8,12 @@ real ZooKeeper with kazoo, or turned into a :class:`ZkTree` with made-up but con
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from kraftwerk.migration.encode import kafka_uuid
 from kraftwerk.migration.tree import ZkTree, Znode, ZnodeStat
 
 #: Paths every 3.x broker creates with null data (KafkaZkClient.createTopLevelPaths).
@@ -21,10 +21,6 @@ PERSISTENT_PATHS = ("/consumers", "/brokers", "/brokers/ids", "/brokers/topics",
                     "/config/changes", "/admin", "/admin/delete_topics", "/isr_change_notification",
                     "/latest_producer_id_block", "/log_dir_event_notification", "/config/topics",
                     "/config/clients", "/config/users", "/config/brokers", "/config/ips", "/cluster")
-
-
-def kafka_uuid(u: uuid.UUID) -> str:
-    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
 
 
 def _json(obj: Any) -> bytes:

@@ -27,6 +27,7 @@ from kraftwerk.migration.znodes import (
     parse_acls,
     parse_broker,
     parse_cluster_id,
+    parse_config_change,
     parse_controller,
     parse_controller_epoch,
     parse_delegation_token,
@@ -171,6 +172,8 @@ def test_broker_round_trip(info: BrokerInfo) -> None:
     assert b.endpoints == tuple(e.connection_string for e in info.endpoints)
     assert (b.host, b.port) == ((plaintext.host, plaintext.port) if plaintext else (None, -1))
     assert b.rack == (info.rack if info.version >= 3 else None)
+    assert dict(b.security_protocols) == ({e.listener: e.security_protocol for e in info.endpoints}
+                                          if info.version >= 4 else {})
 
 
 @given(assignments, st.none() | uuids, assignments, assignments)
@@ -207,6 +210,9 @@ def test_small_znodes_round_trip(epoch: int, cluster_id: str, config: dict[str, 
     assert parse_controller_epoch("/controller_epoch", enc.encode_controller_epoch(epoch)) == epoch
     assert parse_cluster_id("/cluster/id", enc.encode_cluster_id(cluster_id)) == cluster_id
     assert parse_entity_config("/config/topics/t", enc.encode_entity_config(config)) == config
+    entity = enc.config_entity_path(enc.config_path("users", cluster_id))
+    assert parse_config_change("/config/changes/config_change_0000000001", enc.encode_config_change(entity)) \
+        == entity
     assert parse_feature("/feature", enc.encode_feature({cluster_id: epoch})).features == {cluster_id: epoch}
 
 

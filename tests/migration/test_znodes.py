@@ -18,6 +18,7 @@ from kraftwerk.migration.znodes import (
     parse_acls,
     parse_broker,
     parse_cluster_id,
+    parse_config_change,
     parse_controller,
     parse_controller_epoch,
     parse_delegation_token,
@@ -159,3 +160,13 @@ def test_generated_topic_znodes_round_trip(assignment: dict[int, list[int]], top
     topic = parse_topic("/brokers/topics/t", data)
     assert topic.topic_id == topic_id
     assert topic.partitions == {p: tuple(r) for p, r in assignment.items()}
+
+
+def test_config_change_notifications_of_both_versions() -> None:
+    path = "/config/changes/config_change_0000000003"
+    assert parse_config_change(path, b'{"version":2,"entity_path":"users/alice/clients/app"}') == \
+        "users/alice/clients/app"
+    legacy = b'{"version":1,"entity_type":"topics","entity_name":"foo"}'
+    assert parse_config_change(path, legacy) == "topics/foo"
+    with pytest.raises(UnknownZnodeVersionError):
+        parse_config_change(path, b'{"version":3,"entity_path":"topics/foo"}')

@@ -34,3 +34,13 @@ def test_data_survives_a_restart_and_ephemeral_nodes_do_not(tmp_path: Path) -> N
     finally:
         server.stop()
     assert "binding to port" in server.log_path.read_text()  # the server's own log is kept
+
+
+@pytest.mark.skipif(not zookeeper_installed(), reason="Debian's zookeeper package is not installed")
+def test_a_started_server_takes_a_session_at_once(tmp_path: Path) -> None:
+    """``ruok`` answers before the server takes sessions; ``start`` waits for the latter (a client
+    that does not retry, as the CLI's, must get in)."""
+    from kraftwerk.migration.reader import connect
+
+    with ZooKeeperServer(tmp_path / "zk") as server, connect(server.connect_string, timeout=5) as client:
+        assert client.exists("/") is not None

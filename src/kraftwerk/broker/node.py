@@ -24,8 +24,9 @@ from typing import Any, cast
 
 from kraftwerk.backoff import ExponentialBackoff
 from kraftwerk.broker.admin import alter_broker_loggers, describe_topic_partitions_body, logger_levels
-from kraftwerk.config import ConfigResourceType, static_configs_to_report
+from kraftwerk.config import ConfigResourceType, broker_rule_violations, static_configs_to_report
 from kraftwerk.controller import features as fc
+from kraftwerk.controller.acl_control import describe_acls
 from kraftwerk.controller.common import (
     api_versions_body,
     declared_api_ranges,
@@ -41,10 +42,15 @@ from kraftwerk.controller.effects import (
     MetadataVersionChanged,
     Respond,
 )
-from kraftwerk.controller.responses import describe_cluster_brokers, pick_listener
+from kraftwerk.controller.responses import (
+    BROKER_ENDPOINT,
+    describe_cluster_brokers,
+    describe_cluster_endpoint_error,
+    pick_listener,
+)
 from kraftwerk.controller.scram_control import describe_scram
 from kraftwerk.image.errors import FatalFaultError
-from kraftwerk.image.model import Endpoint, MetadataImage
+from kraftwerk.image.model import ConfigResource, Endpoint, MetadataImage
 from kraftwerk.image.replay import ImageReplayer
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.api_keys import ApiKey
@@ -382,8 +388,9 @@ class BrokerNode:
                 self.broker_epoch,
             )
             return
-        if error is Errors.UNSUPPORTED_VERSION:
-            self.last_refusal = self.explain_refusal()
+        if error in (Errors.UNSUPPORTED_VERSION, Errors.INVALID_CONFIG):
+            self.last_refusal = self.explain_refusal() if error is Errors.UNSUPPORTED_VERSION \
+                else self.explain_config_refusal()
             log.error(
                 "[BrokerLifecycleManager id=%d] Unable to register broker %d because the controller "
                 "returned error %s: %s",
@@ -402,6 +409,22 @@ class BrokerNode:
             )
         self._t.restate_static_configs = self.broker_epoch >= 0
         self._backoff(now_ms)
+
+    def explain_config_refusal(self) -> str | None:
+        """KIP-1294: why the controller refused this broker's ``server.properties`` at the level of
+        its image (the registration response has no message field either)."""
+        mv = self.image.metadata_version
+        if mv is None:
+            return None
+        configs = self.image.configs
+        default = configs.get(ConfigResource(ConfigResourceType.BROKER, ""), {})
+        own = configs.get(ConfigResource(ConfigResourceType.BROKER, str(self.node_id)), {})
+        static = self.static_configs
+        found = broker_rule_violations(mv.feature_level, static, default, own, static)
+        if not found:
+            return None
+        return (f"{found[0].sourced_message()}. Set a dynamic override (cluster default or this broker) "
+                "that the rule allows, or fix server.properties.")
 
     def explain_refusal(self) -> str | None:
         """Kafka's UnsupportedVersionException text for this broker against its own image (the
@@ -514,6 +537,9 @@ class BrokerNode:
     def describe_user_scram_credentials(self, request: Request) -> Respond:
         return Respond(describe_scram(self.image, request.body))
 
+    def describe_acls(self, request: Request) -> Respond:
+        return Respond(describe_acls(self.image, request.body))
+
     def api_versions(self, request: Request) -> Respond:
         levels, epoch = finalized_levels(self.image, self.kraft_version), self.image.features_epoch
         return Respond(api_versions_body(request.version, self._api_ranges, self.software, levels, epoch))
@@ -536,7 +562,7 @@ class BrokerNode:
     def alter_configs(self, request: Request) -> Respond | Forward:
         """BROKER_LOGGER resources alone are this broker's own (live log levels, never persisted);
         anything else is the controller's."""
-        if _only_broker_loggers(request.body):
+        if only_broker_loggers(request.body):
             incremental = request.api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS
             return Respond(alter_broker_loggers(self.node_id, request.body, incremental=incremental))
         return self.forward(request)
@@ -630,26 +656,15 @@ class BrokerNode:
     def describe_cluster_body(
         self, version: int, body: Mapping[str, Any], listener_name: str | None = None
     ) -> Body:
-        endpoint_type = body.get("endpointType", 1) if version >= 1 else 1
-        if endpoint_type != 1:
-            return {
-                "throttleTimeMs": 0,
-                "errorCode": Errors.MISMATCHED_ENDPOINT_TYPE.code,
-                "errorMessage": "The request was sent to an endpoint of type BROKER, but we wanted an "
-                "endpoint of type CONTROLLER",
-                "endpointType": endpoint_type,
-                "clusterId": self.cluster_id,
-                "controllerId": -1,
-                "brokers": [],
-                "clusterAuthorizedOperations": -2147483648,
-            }
+        refused = describe_cluster_endpoint_error(version, body, BROKER_ENDPOINT)
+        if refused is not None:
+            return refused
         name = listener_name or (self.listeners[0].name if self.listeners else None)
         return describe_cluster_brokers(
             self.image,
             self.cluster_id,
             self._client_controller_id(),
             bool(body.get("includeFencedBrokers", False)),
-            1,
             name,
         )
 
@@ -668,6 +683,9 @@ ROUTES: Mapping[int, Callable[[BrokerNode, Request], Respond | Forward]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: BrokerNode.alter_configs,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: BrokerNode.forward,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: BrokerNode.describe_user_scram_credentials,
+    ApiKey.CREATE_ACLS: BrokerNode.forward,
+    ApiKey.DELETE_ACLS: BrokerNode.forward,
+    ApiKey.DESCRIBE_ACLS: BrokerNode.describe_acls,
 }
 """Api key → handler: adding a broker RPC is one handler method and one line here."""
 
@@ -680,7 +698,7 @@ BROKER_API_KEYS = (*ROUTES, *DATA_PLANE_API_KEYS)
 forwarding)."""
 
 
-def _only_broker_loggers(body: Mapping[str, Any]) -> bool:
+def only_broker_loggers(body: Mapping[str, Any]) -> bool:
     """Whether a config change names BROKER_LOGGER resources only."""
     resources = body.get("resources") or ()
     return bool(resources) and all(r["resourceType"] == ConfigResourceType.BROKER_LOGGER for r in resources)

@@ -54,6 +54,10 @@ def register(groups: Any) -> None:
     up.add_argument("--brokers", type=non_negative_int, help="number of brokers (default 3)")
     up.add_argument("--release-version", "-r", type=release_version,
                     help="metadata.version to format at (default: latest stable)")
+    up.add_argument("--zookeeper", action="store_true",
+                    help="a ZooKeeper-mode cluster (Kafka 3.x, the starting point of a KIP-866 migration): a "
+                         "real ZooKeeper and --brokers ZK-mode brokers (software 3.9 unless "
+                         "--software-version), no KRaft controllers")
     up.add_argument("--static-quorum", action="store_true",
                     help="name the voters in controller.quorum.voters (kraft.version 0) instead of "
                          "formatting the controllers with --initial-controllers (a dynamic quorum, "
@@ -136,6 +140,9 @@ def _up(args: argparse.Namespace) -> int:
         _check_restart_flags(args, cluster)
         apply_configs(cluster, cluster.nodes, dict(args.config))
         restarted = True
+    elif args.zookeeper:
+        cluster = _plan_zookeeper_mode(args, root)
+        restarted = False
     else:
         software = None if args.software_version == "latest" else args.software_version
         if args.release_version is not None:  # refused before anything is written, as format would
@@ -148,8 +155,8 @@ def _up(args: argparse.Namespace) -> int:
         for node_id, version in args.node_software_version:
             cluster.node(node_id).software_version = None if version == "latest" else version
         apply_configs(cluster, cluster.nodes, dict(args.config))
+        format_cluster(cluster, args.release_version)  # refuses bad server.properties before writing
         root.mkdir(parents=True, exist_ok=True)
-        format_cluster(cluster, args.release_version)
         cluster.save()
         restarted = False
     fenced = cluster.start_all(args.timeout)
@@ -162,21 +169,52 @@ def _up(args: argparse.Namespace) -> int:
                         f"features; the other nodes are up in {root}. Restart them on newer software with "
                         f"`kraftwerk cluster roll --dir {root} --node ID --software-version VERSION`, "
                         f"or stop the cluster with `kraftwerk cluster down --dir {root}`.")
-    quorum = "static" if cluster.static_quorum else "dynamic"
+    quorum = "zookeeper" if cluster.zookeeper else ("static" if cluster.static_quorum else "dynamic")
     if args.output == "json":
         print_json({"clusterId": cluster.cluster_id, "restarted": restarted, "quorum": quorum,
                     "startupSeconds": round(elapsed, 3),
                     "bootstrapServers": cluster.bootstrap_servers,
                     "bootstrapControllers": cluster.bootstrap_controllers,
+                    "zookeeper": cluster.zookeeper.connect_string if cluster.zookeeper else None,
                     "nodes": [{"nodeId": n.node_id, "roles": n.roles, "address": n.address, "pid": n.pid}
                               for n in cluster.nodes]})
         return 0
     print(f"Cluster {cluster.cluster_id} is {'back ' if restarted else ''}up in {root} "
           f"({len(cluster.controllers)} controller(s), {len(cluster.brokers)} broker(s), {quorum} quorum, "
           f"{elapsed:.1f}s)")
-    print(f"Controllers: {cluster.bootstrap_controllers}")
+    if cluster.zookeeper is not None:
+        print(f"ZooKeeper: {cluster.zookeeper.connect_string}")
+    else:
+        print(f"Controllers: {cluster.bootstrap_controllers}")
     print(cluster.bootstrap_servers or cluster.bootstrap_controllers)
     return 0
+
+
+def _plan_zookeeper_mode(args: argparse.Namespace, root: Path) -> LocalCluster:
+    """A new ZooKeeper-mode cluster: brokers on software 3.x, nothing formatted (ZK-mode brokers
+    write their meta.properties themselves)."""
+    from kraftwerk.runtime.errors import NodeError
+    from kraftwerk.runtime.local_cluster import ZK_SOFTWARE_VERSION, plan_zk_cluster
+    from kraftwerk.storage.format import random_cluster_id
+    from kraftwerk.versions.software import SoftwareVersion
+
+    refused = [flag for flag, value in (("--controllers", args.controllers), ("--release-version",
+               args.release_version), ("--static-quorum", args.static_quorum or None)) if value is not None]
+    if refused:
+        raise NodeError(f"{', '.join(refused)} cannot be used with --zookeeper: a ZooKeeper-mode cluster "
+                        "has no KRaft controllers and no metadata.version")
+    software = args.software_version if args.software_version not in (None, "latest") else ZK_SOFTWARE_VERSION
+    if not SoftwareVersion.for_release(software).release.startswith("3."):
+        raise NodeError(f"ZooKeeper mode was removed in Kafka 4.0: --software-version {software} cannot run "
+                        "a ZooKeeper-mode cluster")
+    brokers = 3 if args.brokers is None else args.brokers
+    cluster = plan_zk_cluster(root.resolve(), random_cluster_id(), brokers, software_version=software)
+    for node_id, version in args.node_software_version:
+        cluster.node(node_id).software_version = version
+    apply_configs(cluster, cluster.nodes, dict(args.config))
+    root.mkdir(parents=True, exist_ok=True)
+    cluster.save()
+    return cluster
 
 
 def apply_configs(cluster: LocalCluster, nodes: Sequence[LocalNode], configs: Mapping[str, str]) -> None:
@@ -219,9 +257,11 @@ def _check_restart_flags(args: argparse.Namespace, cluster: LocalCluster) -> Non
 
 def _status(args: argparse.Namespace) -> int:
     from kraftwerk.runtime.local_cluster import LocalCluster, api_versions, pid_alive
+    from kraftwerk.runtime.metrics import migration_summary, scrape
 
     cluster = LocalCluster.load(args.dir)
     rows: list[dict[str, Any]] = []
+    migration: dict[str, Any] | None = None
     for node in cluster.nodes:
         alive = node.pid is not None and pid_alive(node.pid)
         info = cluster.ready_info(node) if alive else None
@@ -229,6 +269,8 @@ def _status(args: argparse.Namespace) -> int:
         body = api_versions(node.address, 2.0) if alive else None
         finalized = {f["name"]: f["maxVersionLevel"] for f in (body or {}).get("finalizedFeatures", [])}
         state = "ready" if info else ("fenced" if refused else ("starting" if alive else "stopped"))
+        gauges = scrape("127.0.0.1", info["metricsPort"]) if info and info.get("metricsPort") else None
+        migration = migration or (migration_summary(gauges) if gauges else None)
         rows.append({
             "nodeId": node.node_id, "roles": node.roles, "address": node.address, "pid": node.pid,
             "state": state,
@@ -237,10 +279,20 @@ def _status(args: argparse.Namespace) -> int:
             "finalizedFeatures": finalized,
             "reason": (refused or {}).get("reason"),
         })
+    zookeeper = None
+    if cluster.zookeeper is not None:
+        running = cluster.zookeeper.pid is not None and pid_alive(cluster.zookeeper.pid)
+        zookeeper = {"connect": cluster.zookeeper.connect_string, "pid": cluster.zookeeper.pid,
+                     "state": "running" if running else "stopped"}
     if args.output == "json":
-        print_json({"clusterId": cluster.cluster_id, "nodes": rows})
+        print_json({"clusterId": cluster.cluster_id, "zookeeper": zookeeper, "nodes": rows,
+                    "migration": migration})
         return 0
     print(f"Cluster {cluster.cluster_id} in {args.dir}")
+    if zookeeper is not None:
+        print(f"ZooKeeper: {zookeeper['connect']}\tState: {zookeeper['state']}")
+    if migration is not None:
+        print("ZooKeeper migration: " + ", ".join(f"{k}={v}" for k, v in migration.items()))
     for r in rows:
         levels: dict[str, int] = r["finalizedFeatures"]
         feats = ", ".join(f"{k}={v}" for k, v in sorted(levels.items())) or "-"
@@ -281,7 +333,10 @@ def _down(args: argparse.Namespace) -> int:
     # that the active controller answers (Kafka's shouldShutDown), so the quorum must outlive it.
     killed = cluster.stop(cluster.brokers, grace_s=args.grace)
     killed += cluster.stop([n for n in cluster.nodes if not n.is_broker], grace_s=args.grace)
-    print(f"Stopped {len(cluster.nodes)} node(s) in {args.dir}"
+    if cluster.zookeeper is not None:
+        cluster.zookeeper.stop(args.grace)
+        cluster.save()
+    print(f"Stopped {len(cluster.nodes)} node(s){' and ZooKeeper' if cluster.zookeeper else ''} in {args.dir}"
           + (f"; killed after {args.grace:g}s: {', '.join(map(str, killed))}" if killed else ""))
     return 0
 

@@ -1,4 +1,5 @@
-"""``kraftwerk server start --config server.properties``: run one KRaft node (``kafka-server-start.sh``).
+"""``kraftwerk server start --config server.properties``: run one KRaft node (``kafka-server-start.sh``),
+or a ZooKeeper-mode broker when the file sets ``zookeeper.connect`` and no ``process.roles``.
 
 The process logs to stderr (and to ``kraftwerk.log.file`` / ``--log-file`` when set) at INFO or
 ``--log-level``, with per-logger levels from ``KRAFTWERK_LOG_LEVELS`` (``logger=LEVEL,...``, e.g.
@@ -19,8 +20,10 @@ import sys
 from typing import Any
 
 from kraftwerk.cli.args import input_file, key_value, log_level, output_file
+from kraftwerk.config import properties_values
 from kraftwerk.runtime.config import ServerConfig
 from kraftwerk.runtime.errors import ConfigError
+from kraftwerk.runtime.zk_config import ZkServerConfig, is_zookeeper_mode
 
 LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
 LOG_LEVELS_ENV = "KRAFTWERK_LOG_LEVELS"
@@ -65,19 +68,23 @@ def _configure_logging(level: str, log_file: str | None) -> None:
 
 
 def _start(args: argparse.Namespace) -> int:
-    config = ServerConfig.load(args.config)
-    if args.override:
-        config = ServerConfig.from_properties({**config.raw, **dict(args.override)})
+    props = {**properties_values(args.config.read_text(encoding="latin-1"), str(args.config)),
+             **dict(args.override)}
+    config: ServerConfig | ZkServerConfig = (ZkServerConfig.from_properties(props) if is_zookeeper_mode(props)
+                                             else ServerConfig.from_properties(props))
     # A node logs at INFO unless --log-level says otherwise (kraftwerk's own default is WARNING).
     log_file = args.log_file or config.log_file
     _configure_logging(args.log_level or "INFO", str(log_file) if log_file else None)
     return asyncio.run(_run(config))
 
 
-async def _run(config: ServerConfig) -> int:
+async def _run(config: ServerConfig | ZkServerConfig) -> int:
+    """Start the node (KRaft, or ZooKeeper-mode for a ZkServerConfig), serve until SIGTERM or
+    SIGINT or a fatal fault, stop it."""
     from kraftwerk.runtime.node import Node
+    from kraftwerk.runtime.zk_node import ZkNode
 
-    node = Node(config)
+    node = ZkNode(config) if isinstance(config, ZkServerConfig) else Node(config)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, node.stopped.set)

@@ -142,7 +142,8 @@ def register_lifecycle(commands: Any) -> None:
         "--mix",
         choices=["all", *(m.value for m in Mix)],
         default="all",
-        help="workload mix; 'all' (default) rotates random, rolling, downgrade and failover over the seeds",
+        help="workload mix; 'all' (default) rotates random, rolling, downgrade and failover over the seeds; "
+        "'configs' plays KIP-1294's static configs, overrides and audited upgrades",
     )
     p.add_argument("--no-wire", action="store_true", help="pass bodies without encoding them (faster)")
     p.add_argument("--keep-going", action="store_true", help="run every seed even after a failure")

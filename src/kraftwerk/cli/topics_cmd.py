@@ -200,21 +200,32 @@ def _ids(ids: Any) -> str:
     return ",".join(str(i) for i in ids or ())
 
 
-def _describe(admin: AdminClient, names: list[str], args: argparse.Namespace) -> int:
-    if not names:
-        if args.output == "json":
-            print_json([])
-        return 0
-    body = {"topics": [{"name": n} for n in names], "responsePartitionLimit": 2000, "cursor": None}
+def _describe_partitions(admin: AdminClient, names: list[str]) -> dict[str, dict[str, Any]]:
+    """DescribeTopicPartitions, or Metadata from a broker without it (a ZooKeeper-mode 3.x broker:
+    Kafka's Admin falls back the same way; there is no ELR then)."""
     topics: dict[str, dict[str, Any]] = {}
+    if not any(k["apiKey"] == ApiKey.DESCRIBE_TOPIC_PARTITIONS for k in admin.api_versions()["apiKeys"]):
+        request = {"topics": [{"name": n, "topicId": uuid.UUID(int=0)} for n in names],
+                   "allowAutoTopicCreation": False, "includeTopicAuthorizedOperations": False}
+        value = admin.call(ApiKey.METADATA, request)
+        return {t["name"]: t for t in value["topics"]}
+    body = {"topics": [{"name": n} for n in names], "responsePartitionLimit": 2000, "cursor": None}
     while True:
         value = admin.call(ApiKey.DESCRIBE_TOPIC_PARTITIONS, body)
         for t in value["topics"]:
             seen = topics.setdefault(t["name"], {**t, "partitions": []})
             seen["partitions"] += t["partitions"]
         if value.get("nextCursor") is None:
-            break
+            return topics
         body["cursor"] = value["nextCursor"]
+
+
+def _describe(admin: AdminClient, names: list[str], args: argparse.Namespace) -> int:
+    if not names:
+        if args.output == "json":
+            print_json([])
+        return 0
+    topics = _describe_partitions(admin, names)
     configs = _non_default_configs(admin, names)
     out: list[dict[str, Any]] = []
     for name in names:

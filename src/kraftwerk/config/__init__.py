@@ -39,6 +39,7 @@ from kraftwerk.config.errors import (
 from kraftwerk.config.mv import (
     ConstraintViolationError,
     Violation,
+    broker_rule_violations,
     static_configs_to_report,
     validate_at,
     violations_at,
@@ -99,6 +100,7 @@ __all__ = [
     "Violation",
     "broker_config_type",
     "broker_key",
+    "broker_rule_violations",
     "broker_synonyms",
     "describe_broker",
     "describe_broker_config",

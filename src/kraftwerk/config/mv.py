@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from kraftwerk.config.catalogue import BROKER_CONFIGS, TOPIC_CONFIGS, broker_key
 from kraftwerk.config.definition import ConfigKey
 from kraftwerk.config.errors import ConfigValueError
-from kraftwerk.config.resolve import BROKER_DEFAULTS, ConfigEntry, ConfigSource
+from kraftwerk.config.resolve import (
+    BROKER_DEFAULTS,
+    BrokerConfigLayers,
+    ConfigEntry,
+    ConfigSource,
+    describe_broker_config,
+)
 from kraftwerk.config.types import ConfigResourceType
 from kraftwerk.versions.errors import VersionError
 from kraftwerk.versions.metadata_version import MetadataVersion
@@ -53,6 +59,10 @@ class Violation:
         """Kafka's ``Invalid value ... for configuration ...: <reason>``, plus the level of an MV rule."""
         text = f"Invalid value {self.value} for configuration {self.config}: {self.reason}"
         return text if self.level is None else f"{text} (since metadata.version {self.metadata_version})"
+
+    def sourced_message(self) -> str:
+        """:meth:`message` and where the value comes from, when known."""
+        return self.message() + ("" if self.origin is None else f", from {self.origin.name}")
 
 
 class ConstraintViolationError(ConfigValueError):
@@ -114,6 +124,15 @@ def violations_at(level: int, configs: Mapping[str, str | None] | Iterable[Confi
             rule = "" if key is None or key.validator is None else str(key.validator)
             found.append(Violation(name, exc.value, exc.reason, rule, origin=origin))
     return sorted(found, key=lambda v: v.config)
+
+
+def broker_rule_violations(level: int, static: Mapping[str, str], cluster_default: Mapping[str, str],
+                           own: Mapping[str, str], names: Iterable[str]) -> list[Violation]:
+    """The effective values of ``names`` for one broker (its dynamic configs over the cluster
+    default over its ``server.properties``) that break a metadata.version rule at ``level``."""
+    layers = BrokerConfigLayers(static=static, cluster_default=cluster_default, broker=own)
+    entries = [describe_broker_config(n, layers) for n in sorted(names)]
+    return [v for v in violations_at(level, entries) if v.level is not None]
 
 
 def static_configs_to_report(static: Mapping[str, str]) -> list[tuple[str, str | None]]:

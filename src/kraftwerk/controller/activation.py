@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from kraftwerk.controller import features as fc
 from kraftwerk.controller.common import rec
 from kraftwerk.controller.errors import ApiError
+from kraftwerk.image.errors import FatalFaultError
+from kraftwerk.image.model import MetadataImage, ZkMigrationState
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.versions.metadata_version import FEATURE_NAME, LATEST_PRODUCTION, MetadataVersion
@@ -45,6 +47,7 @@ def activation_records_for_empty_log(
     source: str,
     transaction_start_offset: int = -1,
     default_min_isr: int = 1,
+    zk_migration_enabled: bool = False,
 ) -> Activation:
     """Kafka 4.x ``ActivationRecordsGenerator.recordsForEmptyLog`` (its log text, its records).
 
@@ -77,6 +80,13 @@ def activation_records_for_empty_log(
             text += "in metadata transaction "
         text += f"at metadata.version {mv} from bootstrap source '{source}'. "
     records.extend(bootstrap)
+    if zk_migration_enabled:
+        if not mv.is_migration_supported():
+            raise FatalFaultError(f"The bootstrap metadata.version {mv} does not support ZK migrations. "
+                                  "Cannot continue with ZK migrations enabled.")
+        text += ("Putting the controller into pre-migration mode. No metadata updates will be allowed until "
+                 "the ZK metadata has been migrated. ")
+        records.append(zk_migration_state_record(ZkMigrationState.PRE_MIGRATION))
     elr = any(
         r.spec.name == "FeatureLevelRecord"
         and r.value["name"] == "eligible.leader.replicas.version"
@@ -99,3 +109,40 @@ def activation_records_for_empty_log(
     if txn:
         records.append(rec("EndTransactionRecord", 0, {}))
     return Activation(tuple(records), text.strip(), atomic=not txn)
+
+
+def zk_migration_state_record(state: ZkMigrationState) -> MetadataRecord:
+    return rec("ZkMigrationStateRecord", 0, {"zkMigrationState": int(state)})
+
+
+def activation_records_for_non_empty_log(
+    image: MetadataImage, transaction_start_offset: int, zk_migration_enabled: bool
+) -> Activation:
+    """Kafka's ``recordsForNonEmptyLog``: abort an open transaction; and KIP-866's rules (Kafka 3.9)
+    on the migration state: a KRaft-born cluster cannot be migrated, a controller without the
+    migration flag finalizes a migration (POST_MIGRATION, permanent)."""
+    text = "Performing controller activation. "
+    records: list[MetadataRecord] = []
+    if transaction_start_offset != -1:
+        text += f"Aborting in-progress metadata transaction at offset {transaction_start_offset}. "
+        records.append(rec("AbortTransactionRecord", 0, {"reason": "Controller failover"}))
+    mv = image.metadata_version
+    state = image.features.zk_migration_state
+    if zk_migration_enabled and (mv is None or not mv.is_migration_supported()):
+        raise FatalFaultError(
+            f"Should not have ZK migrations enabled on a cluster running metadata.version {mv}")
+    if zk_migration_enabled or state is not ZkMigrationState.NONE:
+        text += f"Loaded ZK migration state of {state.name}. "
+    if state is ZkMigrationState.NONE and zk_migration_enabled:
+        raise FatalFaultError(
+            "Should not have ZK migrations enabled on a cluster that was created in KRaft mode.")
+    if state is ZkMigrationState.MIGRATION and not zk_migration_enabled:
+        text += ("Completing the ZK migration since this controller was configured with "
+                 "'zookeeper.metadata.migration.enable' set to 'false'. ")
+        records.append(zk_migration_state_record(ZkMigrationState.POST_MIGRATION))
+    elif state is ZkMigrationState.MIGRATION:
+        text += "Staying in ZK migration mode since 'zookeeper.metadata.migration.enable' is still 'true'. "
+    elif state is ZkMigrationState.POST_MIGRATION and zk_migration_enabled:
+        text += ("Ignoring 'zookeeper.metadata.migration.enable' value of 'true' since the ZK migration has "
+                 "been completed. ")
+    return Activation(tuple(records), text.strip(), atomic=True)

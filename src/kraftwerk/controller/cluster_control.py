@@ -13,7 +13,7 @@ from kraftwerk.controller import partitions as pc
 from kraftwerk.controller.common import features_from_request, ranges_of, rec
 from kraftwerk.controller.effects import AppendThenRespond, Body, Respond
 from kraftwerk.controller.errors import ApiError
-from kraftwerk.controller.responses import describe_cluster_brokers
+from kraftwerk.controller.responses import CONTROLLER_ENDPOINT, describe_cluster_endpoint_error
 from kraftwerk.image.model import BrokerRegistration, SupportedRange
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
@@ -46,6 +46,8 @@ class ClusterControlManager:
         against each other; the image alone is the committed state."""
         self._fencing: set[int] = set()
         self._self_registration_sent_offset = -2
+        self._own_ranges_for: object = None
+        self._own_ranges_cache: dict[str, SupportedRange] = {}
         self.reported_static_configs: dict[int, tuple[tuple[str, str | None], ...]] = {}
         """Broker id → the StaticConfigs of its last registration (KIP-1294), kept in memory while
         the metadata.version is too low to persist them; written at the upgrade that allows it."""
@@ -106,7 +108,7 @@ class ClusterControlManager:
         return out
 
     def _mv(self) -> MetadataVersion:
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         assert mv is not None
         return mv
 
@@ -115,7 +117,7 @@ class ClusterControlManager:
         return broker is not None and not broker.fenced
 
     def _self_registration(self) -> list[MetadataRecord]:
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         if mv is None or not mv.is_controller_registration_supported():
             return []
         current = self._c.image.cluster.controllers.get(self._c.node_id)
@@ -124,6 +126,7 @@ class ClusterControlManager:
             current is not None
             and current.incarnation_id == self._c.incarnation_id
             and dict(current.supported_features) == {f["name"]: _srange(f) for f in wanted["features"]}
+            and current.zk_migration_ready == wanted["zkMigrationReady"]
         ):
             return []
         if self._self_registration_sent_offset == self._c.last_committed_offset:
@@ -135,51 +138,40 @@ class ClusterControlManager:
         return Respond(self.describe_cluster_body(request.version, request.body))
 
     def describe_cluster_body(self, version: int, body: Mapping[str, Any]) -> Body:
-        """DescribeCluster as a controller answers it (KIP-919: EndpointType 2 lists controllers)."""
-        endpoint_type = body.get("endpointType", 1)
-        include_fenced = bool(body.get("includeFencedBrokers", False))
-        if endpoint_type == 2:
-            nodes = []
-            for cid in sorted(set(self._c.voters) | set(self._c.image.cluster.controllers)):
-                reg = self._c.image.cluster.controllers.get(cid)
-                listener = (
-                    reg.listeners[0]
-                    if reg is not None and reg.listeners
-                    else (self._c.listeners[0] if cid == self._c.node_id and self._c.listeners else None)
-                )
-                if listener is None:
-                    continue
-                nodes.append(
-                    {
-                        "brokerId": cid,
-                        "host": listener.host,
-                        "port": listener.port,
-                        "rack": None,
-                        "isFenced": False,
-                    }
-                )
-            controller = self._c.leader_id if self._c.leader_id is not None else -1
-            return {
-                "throttleTimeMs": 0,
-                "errorCode": 0,
-                "errorMessage": None,
-                "endpointType": 2,
-                "clusterId": self._c.cluster_id,
-                "controllerId": controller,
-                "brokers": nodes,
-                "clusterAuthorizedOperations": -2147483648,
-            }
-        return describe_cluster_brokers(
-            self._c.image,
-            self._c.cluster_id,
-            self._c.leader_id,
-            include_fenced,
-            endpoint_type if version >= 1 else 1,
-        )
+        """DescribeCluster as a controller answers it: EndpointType CONTROLLER lists the controllers
+        (KIP-919); anything else is refused as Kafka's ControllerApis does."""
+        refused = describe_cluster_endpoint_error(version, body, CONTROLLER_ENDPOINT)
+        if refused is not None:
+            return refused
+        nodes = []
+        for cid in sorted(set(self._c.voters) | set(self._c.image.cluster.controllers)):
+            reg = self._c.image.cluster.controllers.get(cid)
+            listener = (
+                reg.listeners[0]
+                if reg is not None and reg.listeners
+                else (self._c.listeners[0] if cid == self._c.node_id and self._c.listeners else None)
+            )
+            if listener is None:
+                continue
+            nodes.append({"brokerId": cid, "host": listener.host, "port": listener.port, "rack": None,
+                          "isFenced": False})
+        # a leader this node has no endpoint for is -1, not an id the client cannot reach (Kafka's)
+        listed = {n["brokerId"] for n in nodes}
+        controller = self._c.leader_id if self._c.leader_id in listed else -1
+        return {
+            "throttleTimeMs": 0,
+            "errorCode": 0,
+            "errorMessage": None,
+            "endpointType": CONTROLLER_ENDPOINT,
+            "clusterId": self._c.cluster_id,
+            "controllerId": controller,
+            "brokers": nodes,
+            "clusterAuthorizedOperations": -2147483648,
+        }
 
     def register_broker(self, request: Request) -> AppendThenRespond:
         body, now_ms = cast(BrokerRegistrationRequest, request.body), request.now_ms
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         assert mv is not None
         broker_id = body["brokerId"]
         if body.get("clusterId") != self._c.cluster_id:
@@ -209,10 +201,17 @@ class ClusterControlManager:
                 "[QuorumController id=%d] Unable to register broker %d: %s", self._c.node_id, broker_id, err
             )
             raise err
+        amending = existing is not None and existing.incarnation_id == incarnation
+        if body.get("staticConfigs") and not amending:
+            static = {c["name"]: v for c in body["staticConfigs"] if (v := c.get("value")) is not None}
+            err = self._c.configs.registration_error(broker_id, static)
+            if err is not None:
+                log.warning("[QuorumController id=%d] Unable to register broker %d: %s",
+                            self._c.node_id, broker_id, err.text)
+                raise err
         if body.get("staticConfigs"):  # even an unchanged, amending registration refreshes them
             self.reported_static_configs[broker_id] = tuple(
                 (c["name"], c.get("value")) for c in body["staticConfigs"])
-        amending = existing is not None and existing.incarnation_id == incarnation
         prior = existing if amending else None
         if prior is not None:
             epoch = prior.epoch  # a retried registration keeps its epoch (Kafka's amending path)
@@ -290,7 +289,7 @@ class ClusterControlManager:
 
     def register_controller(self, request: Request) -> AppendThenRespond:
         body = request.body
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         if mv is None or not mv.is_controller_registration_supported():
             raise ApiError(
                 Errors.UNSUPPORTED_VERSION,
@@ -308,7 +307,7 @@ class ClusterControlManager:
         )
 
     def _controller_record(self, body: Mapping[str, Any]) -> MetadataRecord:
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         assert mv is not None
         return rec(
             "RegisterControllerRecord",
@@ -327,7 +326,7 @@ class ClusterControlManager:
         return {
             "controllerId": self._c.node_id,
             "incarnationId": self._c.incarnation_id,
-            "zkMigrationReady": False,
+            "zkMigrationReady": self._c.migration is not None,
             "listeners": [
                 {"name": e.name, "host": e.host, "port": e.port, "securityProtocol": e.security_protocol}
                 for e in self._c.listeners
@@ -340,15 +339,25 @@ class ClusterControlManager:
 
     def needs_controller_registration(self) -> bool:
         """Whether a standby should send :meth:`controller_registration_body` to the active one."""
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         if self._c.is_active or mv is None or not mv.is_controller_registration_supported():
             return False
         current = self._c.image.cluster.controllers.get(self._c.node_id)
         if current is None or current.incarnation_id != self._c.incarnation_id:
             return True
         # New software (a rolling upgrade) changes the supported ranges: register them again.
-        wanted = self.controller_registration_body()["features"]
-        return dict(current.supported_features) != {f["name"]: _srange(f) for f in wanted}
+        return (dict(current.supported_features) != self._own_ranges()
+                or current.zk_migration_ready != (self._c.migration is not None))
+
+    def _own_ranges(self) -> dict[str, SupportedRange]:
+        """This controller's supported ranges as a registration records them; asked at every timer
+        tick of a standby, so computed once per software (the simulator's hottest controller path)."""
+        software = self._c.software
+        if self._own_ranges_for is not software:
+            wanted = self.controller_registration_body()["features"]
+            self._own_ranges_cache = {f["name"]: _srange(f) for f in wanted}
+            self._own_ranges_for = software
+        return self._own_ranges_cache
 
     def unregister_broker(self, request: Request) -> AppendThenRespond:
         body = cast(UnregisterBrokerRequest, request.body)
@@ -434,7 +443,7 @@ class ClusterControlManager:
         )
 
     def _fence_record(self, broker: BrokerRegistration, *, in_controlled_shutdown: bool) -> MetadataRecord:
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         assert mv is not None
         if mv.is_broker_registration_change_record_supported():
             value: dict[str, Any] = {"brokerId": broker.id, "brokerEpoch": broker.epoch, "fenced": 1}
@@ -444,7 +453,7 @@ class ClusterControlManager:
         return rec("FenceBrokerRecord", 0, {"id": broker.id, "epoch": broker.epoch})
 
     def _unfence_record(self, broker: BrokerRegistration) -> MetadataRecord:
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         assert mv is not None
         if mv.is_broker_registration_change_record_supported():
             return rec(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kraftwerk.config import (
@@ -24,6 +25,7 @@ from kraftwerk.config import (
     ConfigType,
     ConstraintViolationError,
     broker_key,
+    broker_rule_violations,
     describe_broker,
     describe_topic,
     redacted,
@@ -34,11 +36,13 @@ from kraftwerk.controller.effects import AppendThenRespond, Body, Respond
 from kraftwerk.controller.errors import ApiError
 from kraftwerk.controller.responses import alter_error_body
 from kraftwerk.controller.topics import topic_name_error
+from kraftwerk.image.audit import reports_static_configs
 from kraftwerk.image.model import ConfigResource, MetadataImage
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.protocol.registry import lookup_record
 from kraftwerk.protocol.routing import Request
+from kraftwerk.versions.metadata_version import FEATURE_NAME
 
 if TYPE_CHECKING:
     from kraftwerk.controller.quorum import QuorumController
@@ -56,6 +60,11 @@ def _config_record(rtype: int, rname: str, name: str, value: str | None) -> Meta
         0,
         {"resourceType": rtype, "resourceName": rname, "name": name, "value": value},
     )
+
+
+def _config_key(record: MetadataRecord) -> tuple[int, str, str, str | None]:
+    v = record.value
+    return v["resourceType"], v["resourceName"], v["name"], v["value"]
 
 
 def _is_list(rtype: int, name: str) -> bool:
@@ -76,19 +85,22 @@ class ConfigControl:
 
     ``layers`` are the controller's config layers, its ``server.properties`` and the image's cluster
     default (topic configs are validated over the log defaults they make); ``controllers`` are
-    the controller ids (a BROKER resource may name one of them).
+    the controller ids (a BROKER resource may name one of them); ``static_of`` the static configs
+    each broker reported (KIP-1294), under which a broker's changed configs take effect.
     """
 
     def __init__(
-        self, image: MetadataImage, layers: BrokerConfigLayers, controllers: tuple[int, ...]
+        self, image: MetadataImage, layers: BrokerConfigLayers, controllers: tuple[int, ...],
+        static_of: Mapping[int, Mapping[str, str]] | None = None, level: int | None = None,
     ) -> None:
         mv = image.metadata_version
         if mv is None:
             raise ApiError(Errors.NOT_CONTROLLER, "The controller has not finished activation")
         self.image = image
-        self.level = mv.feature_level
+        self.level = mv.feature_level if level is None else level
         self.layers = layers
         self.controllers = controllers
+        self.static_of = static_of or {}
 
     def incremental_alter_configs(self, body: Mapping[str, Any]) -> tuple[list[MetadataRecord], Body]:
         def changes(resource: Mapping[str, Any]) -> dict[str, str | None]:
@@ -254,11 +266,36 @@ class ConfigControl:
                 raise ApiError(Errors.INVALID_REQUEST, str(exc)) from None
             if rname and int(rname) not in self.image.cluster.brokers and int(rname) not in self.controllers:
                 raise ApiError(Errors.BROKER_ID_NOT_REGISTERED, f"No broker with id {rname} found.")
+            self._check_effective(rname, after, wanted)
         return [
             _config_record(rtype, rname, n, v)
             for n, v in wanted.items()
             if rtype == ConfigResourceType.BROKER or current.get(n) != v
         ]
+
+    def _check_effective(
+        self, rname: str, after: Mapping[str, str], changed: Mapping[str, str | None]
+    ) -> None:
+        """KIP-1294: the value each affected broker ends up with must pass the current level's rules
+        too -- deleting a dynamic override falls back on the cluster default or on the broker's
+        reported ``server.properties``, which a rule of this level may not allow."""
+        default = self._current(ConfigResourceType.BROKER, "") if rname else after
+        for bid in sorted(self.image.cluster.brokers):
+            if rname and rname != str(bid):
+                continue
+            own = after if rname else self._current(ConfigResourceType.BROKER, str(bid))
+            if bid not in self.static_of and reports_static_configs(self.image, bid):
+                uncovered = [n for n in sorted(changed) if n not in own and n not in default
+                             and (key := broker_key(n)) is not None and key.rule_at(self.level) is not None]
+                if uncovered:
+                    raise ApiError(Errors.INVALID_CONFIG, (
+                        f"Broker {bid} would fall back on its server.properties value of {uncovered[0]}, "
+                        "which it has not reported to this controller yet (it re-sends it after a "
+                        "controller failover); retry"))
+            found = broker_rule_violations(self.level, self.static_of.get(bid, {}), default, own, changed)
+            if found:
+                raise ApiError(
+                    Errors.INVALID_CONFIG, f"Broker {bid} would be left with {found[0].sourced_message()}")
 
 
 # ---------------------------------------------------------------------- DescribeConfigs
@@ -383,28 +420,86 @@ def _describe_resource(
 class ConfigurationControlManager:
     """The controller's config RPCs (Kafka's ``ConfigurationControlManager`` and, for
     DescribeConfigs, ``ConfigHelper``), each judged by a :class:`ConfigControl` over the
-    committed image and the controller's config layers."""
+    committed image with the config changes this active controller appended on top (Kafka's
+    controller judges its uncommitted state too), at the stricter of the committed
+    metadata.version and one in flight (the catalogue's rules only tighten as levels rise)."""
 
     def __init__(self, controller: QuorumController) -> None:
         self._c = controller
+        self.inflight: list[tuple[int, str, str, str | None]] = []
+        """ConfigRecords this active controller appended and has not replayed yet."""
+
+    def on_committed(self, record: MetadataRecord) -> None:
+        if record.spec.name == "ConfigRecord":
+            key = _config_key(record)
+            if key in self.inflight:
+                self.inflight.remove(key)
+
+    def on_leader_change(self) -> None:
+        self.inflight.clear()
+
+    def pending_image(self) -> MetadataImage:
+        """The committed image with the in-flight config changes applied (what the next change and
+        KIP-1294's audit of a metadata.version change are judged against)."""
+        image = self._c.image
+        if not self.inflight:
+            return image
+        configs = image.configs
+        for rtype, rname, name, value in self.inflight:
+            resource = ConfigResource(rtype, rname)
+            current = dict(configs.get(resource, {}))
+            if value is None:
+                current.pop(name, None)
+            else:
+                current[name] = value
+            configs = configs.set(resource, current)
+        return replace(image, configs=configs)
+
+    def pending_level(self) -> int:
+        """The stricter of the committed metadata.version level and one in flight."""
+        c = self._c
+        mv = c.image.metadata_version
+        return max(0 if mv is None else mv.feature_level, c.features.inflight_levels.get(FEATURE_NAME, 0))
+
+    def registration_error(self, broker_id: int, static: Mapping[str, str]) -> ApiError | None:
+        """KIP-1294: a new broker incarnation whose ``server.properties`` (under the dynamic
+        overrides that apply to it) breaks a rule of the current level is refused (INVALID_CONFIG,
+        retried by the broker): an override set with AlterConfigs lets it in, no file edit needed."""
+        image = self.pending_image()
+        default = image.configs.get(ConfigResource(ConfigResourceType.BROKER, ""), {})
+        own = image.configs.get(ConfigResource(ConfigResourceType.BROKER, str(broker_id)), {})
+        found = broker_rule_violations(self.pending_level(), static, default, own, static)
+        if not found:
+            return None
+        return ApiError(Errors.INVALID_CONFIG,
+                        f"Broker {broker_id} cannot register: {found[0].sourced_message()}; "
+                        "a dynamic override (kraftwerk configs / kafka-configs --alter) lets it in")
 
     def _control(self) -> ConfigControl:
         c = self._c
-        return ConfigControl(c.image, c.config_layers(), c.voters)
+        reported = c.cluster.reported_static_configs
+        static_of = {
+            b.id: {n: v for n, v in pairs if v is not None}
+            for b in c.image.cluster.brokers.values()
+            if (pairs := b.static_configs or reported.get(b.id, ()))
+        }
+        level = self.pending_level()
+        return ConfigControl(self.pending_image(), c.config_layers(), c.voters, static_of, level)
+
+    def _reply(self, request: Request, records: list[MetadataRecord], response: Body
+               ) -> Respond | AppendThenRespond:
+        if not records:
+            return Respond(response)
+        self.inflight += [_config_key(r) for r in records]
+        refusal = alter_error_body(Errors.NOT_CONTROLLER, None, request.body)
+        return AppendThenRespond(tuple(records), response, atomic=True, not_controller_body=refusal)
 
     def alter_configs(self, request: Request) -> Respond | AppendThenRespond:
-        return _reply(request, *self._control().alter_configs(request.body))
+        return self._reply(request, *self._control().alter_configs(request.body))
 
     def incremental_alter_configs(self, request: Request) -> Respond | AppendThenRespond:
-        return _reply(request, *self._control().incremental_alter_configs(request.body))
+        return self._reply(request, *self._control().incremental_alter_configs(request.body))
 
     def describe_configs(self, request: Request) -> Respond:
         c = self._c
         return Respond(describe_configs(c.image, c.node_id, c.static_configs, request.version, request.body))
-
-
-def _reply(request: Request, records: list[MetadataRecord], response: Body) -> Respond | AppendThenRespond:
-    if not records:
-        return Respond(response)
-    refusal = alter_error_body(Errors.NOT_CONTROLLER, None, request.body)
-    return AppendThenRespond(tuple(records), response, atomic=True, not_controller_body=refusal)

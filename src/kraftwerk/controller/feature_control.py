@@ -59,6 +59,11 @@ class FeatureControlManager:
                 record.value["featureLevel"]:
             del self.inflight_levels[record.value["name"]]
 
+    def latest_metadata_version(self) -> MetadataVersion | None:
+        """The metadata.version this controller appended and has not replayed yet, if any."""
+        level = self.inflight_levels.get(FEATURE_NAME)
+        return None if level is None else MetadataVersion.from_feature_level(level)
+
     def registration_error(
         self, ranges: Mapping[str, VersionRange], mv: MetadataVersion
     ) -> ApiError | None:
@@ -142,6 +147,8 @@ class FeatureControlManager:
                 + audit.message())
         else:
             response = update_features_response(version, outcome)
+            for text in outcome.announcements:  # only now that the audit passed too
+                log.warning("[QuorumController id=%d] %s", self._c.node_id, text)
         if audit is not None and version >= 3:
             response["configAudit"] = json.dumps(audit.to_json())
         if audit is not None and audit.refused:
@@ -196,6 +203,8 @@ class FeatureControlManager:
                         "refused (retrying in %d ms): %s", node, current, target, settings.interval_ms,
                         outcome.message)
             return []
+        for text in outcome.announcements:
+            log.warning("[QuorumController id=%d] %s", node, text)
         log.info("[QuorumController id=%d] Automatically upgrading metadata.version from %s to %s "
                  "(%s=true).", node, current, target, AUTO_UPGRADE)
         self.inflight_levels[FEATURE_NAME] = target.feature_level
@@ -210,7 +219,8 @@ class FeatureControlManager:
         if level == current:
             return None
         audit = audit_metadata_version_change(
-            self._c.image, current, level, reported=self._c.cluster.reported_static_configs, skip=skip)
+            self._c.configs.pending_image(), current, level, reported=self._c.cluster.reported_static_configs,
+            skip=skip, pending=self._c.cluster.inflight_brokers)
         if skip and (audit.findings or audit.unknown_brokers):
             log.warning("[QuorumController id=%d] Skipping the config audit (--skip-config-audit): %s",
                         self._c.node_id, audit.message())

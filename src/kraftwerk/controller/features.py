@@ -208,6 +208,9 @@ class UpdateFeaturesOutcome:
     kraft_version_upgrade: int | None = None
     downgrade: MetadataVersionDowngrade | None = None
     feature_names: tuple[str, ...] = ()
+    announcements: tuple[str, ...] = ()
+    """Kafka's WARN lines for an accepted metadata.version change ("Upgrading metadata.version from
+    ... to ..."): the caller logs them once every other check (KIP-1294's audit) has passed too."""
 
     @property
     def ok(self) -> bool:
@@ -223,6 +226,7 @@ class _Work:
     records: list[MetadataRecord] = field(default_factory=list)
     kraft_version_upgrade: int | None = None
     downgrade: MetadataVersionDowngrade | None = None
+    announcements: list[str] = field(default_factory=list)
 
 
 def check_update(
@@ -307,15 +311,12 @@ def _update_metadata_version(
         changed = check_if_metadata_changed(current, target)
         prefix = f"Unsupported metadata.version downgrade from {current.feature_level} to {level}. "
         if not changed:
-            log.warning("Downgrading metadata.version from %s to %s.", current, target)
+            work.announcements.append(f"Downgrading metadata.version from {current} to {target}.")
             work.downgrade = MetadataVersionDowngrade(current, target, lossy=False)
         elif utype is UpgradeType.UNSAFE_DOWNGRADE:
             losses = losses_at(target) if losses_at is not None else ()
-            log.warning(
-                "Downgrading metadata.version unsafely from %s to %s; %d loss(es).",
-                current,
-                target,
-                len(losses),
+            work.announcements.append(
+                f"Downgrading metadata.version unsafely from {current} to {target}; {len(losses)} loss(es)."
             )
             work.downgrade = MetadataVersionDowngrade(current, target, lossy=True, losses=losses)
         else:
@@ -326,7 +327,7 @@ def _update_metadata_version(
             log.warning(message)
             raise ApiError(Errors.INVALID_UPDATE_VERSION, message)
     elif target > current:
-        log.warning("Upgrading metadata.version from %s to %s.", current, target)
+        work.announcements.append(f"Upgrading metadata.version from {current} to {target}.")
     work.records.append(feature_level_record(FEATURE_NAME, level))
 
 
@@ -374,10 +375,11 @@ def update_features(
     down = work.downgrade
     if down is not None and down.lossy and down.losses:
         message = loss_message(down.target, down.losses)
+    said = tuple(work.announcements)
     if validate_only:
-        return UpdateFeaturesOutcome(Errors.NONE, message, (), None, down, names)
+        return UpdateFeaturesOutcome(Errors.NONE, message, (), None, down, names, said)
     return UpdateFeaturesOutcome(
-        Errors.NONE, message, tuple(work.records), work.kraft_version_upgrade, down, names
+        Errors.NONE, message, tuple(work.records), work.kraft_version_upgrade, down, names, said
     )
 
 

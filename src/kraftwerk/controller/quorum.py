@@ -24,9 +24,11 @@ from operator import attrgetter
 from typing import Any
 
 from kraftwerk.config import BrokerConfigLayers, ConfigResourceType
+from kraftwerk.controller.acl_control import AclControlManager
 from kraftwerk.controller.activation import (
     ACTIVATION_SOURCE_DEFAULT,
     activation_records_for_empty_log,
+    activation_records_for_non_empty_log,
     default_bootstrap_records,
 )
 from kraftwerk.controller.auto_upgrade import static_metadata_version
@@ -35,13 +37,18 @@ from kraftwerk.controller.common import (
     api_versions_body,
     declared_api_ranges,
     finalized_levels,
-    rec,
     shape_response,
 )
 from kraftwerk.controller.configs import ConfigurationControlManager
 from kraftwerk.controller.effects import AppendThenRespond, Body, Effect, Respond
 from kraftwerk.controller.errors import ApiError
 from kraftwerk.controller.feature_control import FeatureControlManager
+from kraftwerk.controller.migration_driver import (
+    MIGRATION_ENABLE_CONFIG,
+    MIGRATION_MAX_LAG_CONFIG,
+    MigrationDriver,
+    migration_write_refusal,
+)
 from kraftwerk.controller.partitions import PartitionControlManager
 from kraftwerk.controller.responses import encode_response, error_body, not_controller_body
 from kraftwerk.controller.scram_control import ScramControlManager
@@ -152,6 +159,11 @@ class QuorumController:
         self.partitions = PartitionControlManager(self)
         self.configs = ConfigurationControlManager(self)
         self.scram = ScramControlManager(self)
+        self.acls = AclControlManager(self)
+        enabled = self.static_configs.get(MIGRATION_ENABLE_CONFIG, "false").strip().lower() == "true"
+        max_lag_ms = int(self.static_configs.get(MIGRATION_MAX_LAG_CONFIG, "30000"))
+        self.migration = MigrationDriver(node_id, max_lag_ms=max_lag_ms) if enabled else None
+        """KIP-866's driver on a controller with ``zookeeper.metadata.migration.enable`` (else None)."""
 
     # ------------------------------------------------------------------ state
 
@@ -171,6 +183,14 @@ class QuorumController:
     @property
     def metadata_version(self) -> MetadataVersion | None:
         return self.image.metadata_version
+
+    @property
+    def latest_metadata_version(self) -> MetadataVersion | None:
+        """The level this controller's next records are written at: a metadata.version it appended
+        but has not committed yet wins over the image's, as in Kafka, whose controller applies its
+        own records at once. Without it a registration appended after an unsafe downgrade would
+        carry data the new level cannot hold."""
+        return self.features.latest_metadata_version() or self.image.metadata_version
 
     def finalized_features(self) -> tuple[dict[str, int], int]:
         """(levels as ApiVersions reports them, FinalizedFeaturesEpoch)."""
@@ -217,6 +237,11 @@ class QuorumController:
             record = as_record(r)
             self.cluster.on_committed(record)
             self.features.on_committed(record)
+            self.configs.on_committed(record)
+        if self.migration is not None and (records or last_offset is not None):
+            last = last_offset if last_offset is not None else base_offset + len(records) - 1
+            self.migration.voters = self.voters
+            self.migration.publish(self.image, last, epoch, append_time_ms)
         return effects
 
     def load_snapshot(
@@ -225,6 +250,8 @@ class QuorumController:
         """Replace the image by a snapshot's (``end_offset`` exclusive)."""
         image = self.replayer.load_snapshot(records, end_offset=end_offset, epoch=epoch)
         self.cluster.on_snapshot()
+        if self.migration is not None:
+            self.migration.publish(image, end_offset - 1, epoch, -1)
         return image
 
     # ------------------------------------------------------------------ leadership
@@ -239,6 +266,9 @@ class QuorumController:
         was_active = self._active
         self._active = leader_id == self.node_id
         self.features.on_leader_change()
+        self.configs.on_leader_change()
+        if self.migration is not None:
+            self.migration.on_leader_change(leader_id, epoch)
         if not self._active:
             if was_active:
                 log.info("[QuorumController id=%d] Renouncing leadership at epoch %d", self.node_id, epoch)
@@ -254,19 +284,14 @@ class QuorumController:
         txn_start = self.replayer.txn_start_offset
         if log_is_empty or self.image.metadata_version is None:
             act = activation_records_for_empty_log(
-                self.bootstrap_records, self.bootstrap_source, txn_start, self.default_min_isr
+                self.bootstrap_records, self.bootstrap_source, txn_start, self.default_min_isr,
+                zk_migration_enabled=self.migration is not None,
             )
             log.warning("[QuorumController id=%d] %s", self.node_id, act.message)
             return AppendThenRespond(act.records, {}, atomic=act.atomic)
-        text = "Performing controller activation. "
-        if txn_start != -1:
-            text += f"Aborting in-progress metadata transaction at offset {txn_start}. "
-            log.info("[QuorumController id=%d] %s", self.node_id, text.strip())
-            return AppendThenRespond(
-                (rec("AbortTransactionRecord", 0, {"reason": "Controller failover"}),), {}
-            )
-        log.info("[QuorumController id=%d] %s", self.node_id, text.strip())
-        return None
+        act = activation_records_for_non_empty_log(self.image, txn_start, self.migration is not None)
+        log.info("[QuorumController id=%d] %s", self.node_id, act.message)
+        return AppendThenRespond(act.records, {}) if act.records else None
 
     # ------------------------------------------------------------------ timers
 
@@ -338,6 +363,10 @@ class QuorumController:
             return Respond(not_controller_body(api_key, version, body))
         if route is None:
             return Respond(error_body(api_key, version, Errors.UNSUPPORTED_VERSION, None, body))
+        if route.active_only and route.forwardable and self.migration is not None:
+            refusal = migration_write_refusal(self.image, self.migration, request.now_ms)
+            if refusal is not None:
+                return Respond(error_body(api_key, version, refusal.error, refusal.text, body))
         try:
             return route.handle(self, request)
         except ApiError as err:
@@ -345,7 +374,9 @@ class QuorumController:
 
     def api_versions(self, request: Request) -> Respond:
         levels, epoch = self.finalized_features()
-        return Respond(api_versions_body(request.version, self._api_ranges, self.software, levels, epoch))
+        body = api_versions_body(request.version, self._api_ranges, self.software, levels, epoch)
+        body["zkMigrationReady"] = self.migration is not None  # KIP-866, as a 3.9 controller reports it
+        return Respond(body)
 
     # ------------------------------------------------------------------ Envelope
 
@@ -404,6 +435,7 @@ _topics: Callable[[QuorumController], ReplicationControlManager] = attrgetter("t
 _partitions: Callable[[QuorumController], PartitionControlManager] = attrgetter("partitions")
 _configs: Callable[[QuorumController], ConfigurationControlManager] = attrgetter("configs")
 _scram: Callable[[QuorumController], ScramControlManager] = attrgetter("scram")
+_acls: Callable[[QuorumController], AclControlManager] = attrgetter("acls")
 
 ROUTES: Mapping[int, ControllerRoute] = {
     ApiKey.API_VERSIONS: ControllerRoute(QuorumController.api_versions, active_only=False, forwardable=True),
@@ -444,6 +476,11 @@ ROUTES: Mapping[int, ControllerRoute] = {
     ),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: ControllerRoute(
         via(_scram, ScramControlManager.describe), active_only=False, forwardable=True
+    ),
+    ApiKey.CREATE_ACLS: ControllerRoute(via(_acls, AclControlManager.create_acls), forwardable=True),
+    ApiKey.DELETE_ACLS: ControllerRoute(via(_acls, AclControlManager.delete_acls), forwardable=True),
+    ApiKey.DESCRIBE_ACLS: ControllerRoute(
+        via(_acls, AclControlManager.describe_acls), active_only=False, forwardable=True
     ),
 }
 """Api key → handler: adding a controller RPC is one handler method and one line here."""

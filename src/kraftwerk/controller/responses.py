@@ -150,12 +150,15 @@ def alter_error_body(error: Errors, message: str | None, body: Mapping[str, Any]
     }
 
 
+BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2
+_ENDPOINT_NAMES = {BROKER_ENDPOINT: "BROKER", CONTROLLER_ENDPOINT: "CONTROLLER"}
+
+
 def describe_cluster_brokers(
     image: MetadataImage,
     cluster_id: str,
     controller_id: int | None,
     include_fenced: bool,
-    endpoint_type: int = 1,
     listener_name: str | None = None,
 ) -> Body:
     """DescribeCluster listing brokers from the image (unfenced only unless ``include_fenced``)."""
@@ -179,12 +182,32 @@ def describe_cluster_brokers(
         "throttleTimeMs": 0,
         "errorCode": 0,
         "errorMessage": None,
-        "endpointType": endpoint_type,
+        "endpointType": BROKER_ENDPOINT,
         "clusterId": cluster_id,
         "controllerId": -1 if controller_id is None else controller_id,
         "brokers": brokers,
         "clusterAuthorizedOperations": -2147483648,
     }
+
+
+def describe_cluster_endpoint_error(version: int, body: Mapping[str, Any], expected: int) -> Body | None:
+    """Kafka's check of DescribeCluster's EndpointType (``AuthHelper.computeDescribeClusterResponse``,
+    KIP-919): an unknown type is UNSUPPORTED_ENDPOINT_TYPE, a broker asked for controllers or a
+    controller asked for brokers is MISMATCHED_ENDPOINT_TYPE (INVALID_REQUEST for both at v0, whose
+    requests are implicitly BROKER); None when this node answers."""
+    requested = body.get("endpointType", BROKER_ENDPOINT) if version >= 1 else BROKER_ENDPOINT
+    if requested not in _ENDPOINT_NAMES:
+        error, message = Errors.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {requested}"
+    elif requested != expected:
+        error, message = Errors.MISMATCHED_ENDPOINT_TYPE, (
+            f"The request was sent to an endpoint of type {_ENDPOINT_NAMES[expected]}, but we wanted an "
+            f"endpoint of type {_ENDPOINT_NAMES[requested]}")
+    else:
+        return None
+    # Kafka's error response leaves every other field at its schema default
+    return {"throttleTimeMs": 0, "errorCode": (Errors.INVALID_REQUEST if version == 0 else error).code,
+            "errorMessage": message, "endpointType": BROKER_ENDPOINT, "clusterId": "", "controllerId": -1,
+            "brokers": [], "clusterAuthorizedOperations": -2147483648}
 
 
 def pick_listener(listeners: Sequence[Endpoint], name: str | None) -> Endpoint | None:

@@ -13,7 +13,7 @@ Sensitive values are never read.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +29,7 @@ from kraftwerk.config.resolve import (
 from kraftwerk.config.types import ConfigResourceType
 from kraftwerk.image.model import ConfigResource, MetadataImage
 from kraftwerk.versions.errors import VersionError
-from kraftwerk.versions.metadata_version import MetadataVersion
+from kraftwerk.versions.metadata_version import FEATURE_NAME, MetadataVersion
 
 #: the resource name of the cluster-default broker configs
 CLUSTER_DEFAULT = ""
@@ -90,11 +90,12 @@ def unreported_brokers(image: MetadataImage,
 
 
 def audit_image(image: MetadataImage, level: int,
-                reported: Mapping[int, tuple[tuple[str, str | None], ...]] | None = None
-                ) -> list[ConfigFinding]:
+                reported: Mapping[int, tuple[tuple[str, str | None], ...]] | None = None,
+                pending: Iterable[int] = ()) -> list[ConfigFinding]:
     """Every effective config value of ``image`` that is not valid at feature level ``level``,
     sorted by resource and config name. ``reported`` holds static configs a controller keeps in
-    memory for brokers whose registration record could not carry them yet."""
+    memory for brokers whose registration record could not carry them yet; ``pending`` are
+    brokers whose registration is appended but not committed (audited with what they reported)."""
     found: dict[tuple[int, str, str], ConfigFinding] = {}
 
     def add(rtype: ConfigResourceType, name: str, violations: list[Violation]) -> None:
@@ -103,11 +104,12 @@ def audit_image(image: MetadataImage, level: int,
             found.setdefault((int(rtype), where, v.config), ConfigFinding(rtype, where, v))
 
     brokers = image.cluster.brokers
-    for broker in brokers.values():
-        pairs = broker.static_configs or (reported or {}).get(broker.id, ())
+    for bid in sorted(set(brokers) | set(pending)):
+        registered = brokers.get(bid)
+        pairs = (registered.static_configs if registered else ()) or (reported or {}).get(bid, ())
         static = {n: v for n, v in pairs if v is not None}
-        add(ConfigResourceType.BROKER, str(broker.id), violations_at(level, _broker_entries(
-            image, str(broker.id), static)))
+        entries = _broker_entries(image, str(bid), static)
+        add(ConfigResourceType.BROKER, str(bid), violations_at(level, entries))
     for resource in sorted(image.configs):
         rtype = _resource_type(resource.type)
         if rtype is ConfigResourceType.TOPIC:
@@ -140,11 +142,15 @@ class MetadataVersionAudit:
     """The target has static config reporting (4.4-IV1+), so every broker can report: an unknown
     one refuses the change. Below it no 4.3-or-older broker can, and unknowns are only named."""
     skipped: bool = False
+    awaited_brokers: tuple[int, ...] = ()
+    """Unknown brokers whose software reports static configs (their registration reaches 4.4-IV1):
+    this controller has not heard them yet (it took over after they registered; they re-send their
+    registration), so the change waits for them at any level."""
 
     @property
     def refused(self) -> bool:
         return not self.skipped and bool(
-            self.findings or (self.unknown_brokers and self.reports_expected))
+            self.findings or self.awaited_brokers or (self.unknown_brokers and self.reports_expected))
 
     def message(self) -> str:
         """One line naming every violation (resource, config, value, source, rule) and unknown broker."""
@@ -155,6 +161,10 @@ class MetadataVersionAudit:
             since = "" if v.level is None else f" since metadata.version {v.metadata_version}"
             rule = v.rule or "its validator"
             parts.append(f"{f.subject}={v.value}{origin} breaks {rule}{since} ({v.reason})")
+        if self.awaited_brokers and not self.reports_expected:
+            parts.append("broker(s) " + ", ".join(map(str, self.awaited_brokers)) + " have not reported "
+                         "their static configs to this controller yet (they re-send them after a "
+                         "controller failover; retry)")
         if self.unknown_brokers and self.reports_expected:
             parts.append("broker(s) " + ", ".join(map(str, self.unknown_brokers)) + " never reported "
                          "their static configs (older software; --skip-config-audit overrides)")
@@ -170,6 +180,7 @@ class MetadataVersionAudit:
 def audit_metadata_version_change(
     image: MetadataImage, current: int, target: int, *,
     reported: Mapping[int, tuple[tuple[str, str | None], ...]] | None = None, skip: bool = False,
+    pending: Iterable[int] = (),
 ) -> MetadataVersionAudit:
     """The audit of moving ``image`` from level ``current`` to ``target`` (up or down)."""
     unknown = unreported_brokers(image, reported) if rules_tighten(current, target) else []
@@ -177,5 +188,13 @@ def audit_metadata_version_change(
         mv = MetadataVersion.from_feature_level(target, allow_legacy=True)
     except VersionError:
         return MetadataVersionAudit(f"feature level {target}", (), (), skipped=skip)
-    return MetadataVersionAudit(str(mv), tuple(audit_image(image, target, reported)), tuple(unknown),
-                                mv.is_broker_static_configs_supported(), skip)
+    awaited = tuple(b for b in unknown if reports_static_configs(image, b))
+    findings = audit_image(image, target, reported, pending)
+    return MetadataVersionAudit(str(mv), tuple(findings), tuple(unknown),
+                                mv.is_broker_static_configs_supported(), skip, awaited)
+
+
+def reports_static_configs(image: MetadataImage, broker_id: int) -> bool:
+    """Whether a registered broker's software reports static configs: its registration supports 4.4-IV1."""
+    supported = image.cluster.brokers[broker_id].feature_range(FEATURE_NAME)
+    return supported is not None and supported.max >= MetadataVersion.IBP_4_4_IV1.feature_level

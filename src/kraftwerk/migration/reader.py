@@ -94,7 +94,7 @@ def connect(text: str, timeout: float = DEFAULT_TIMEOUT_S) -> Iterator[Any]:
         client.close()
 
 
-def _stat(s: Any) -> ZnodeStat:
+def znode_stat(s: Any) -> ZnodeStat:
     return ZnodeStat(s.czxid, s.mzxid, s.ctime, s.mtime, s.version, s.cversion, s.aversion, s.ephemeralOwner,
                      s.dataLength, s.numChildren, s.pzxid)
 
@@ -129,7 +129,7 @@ class _TreeReader:
                     except self.no_node:  # deleted since its parent was listed
                         self._forget(path)
                         continue
-                    self.nodes[path] = Znode(path, data, _stat(stat))
+                    self.nodes[path] = Znode(path, data, znode_stat(stat))
                     if stat.numChildren:
                         parents.append((path, self.client.get_children_async(path)))
                 for path, req in parents:

@@ -198,6 +198,8 @@ class BrokerZnode:
     epoch: int
     """The ZK broker epoch: the znode's czxid."""
     migration: KRaftMigrationInfo | None
+    security_protocols: tuple[tuple[str, str], ...] = ()
+    """``listener_security_protocol_map`` (v4+) as (listener, protocol) pairs; empty before v4."""
 
 
 def parse_broker(path: str, data: bytes | None, stat: ZnodeStat) -> BrokerZnode:
@@ -222,9 +224,12 @@ def parse_broker(path: str, data: bytes | None, stat: ZnodeStat) -> BrokerZnode:
                                             "'isReady'")
         migration = KRaftMigrationInfo(info["isReady"], _str(path, info, "clusterId", nullable=True),
                                        _str(path, info, "ibp", nullable=True))
+    protocols = obj.get("listener_security_protocol_map", {})
+    if not isinstance(protocols, dict) or not all(isinstance(v, str) for v in protocols.values()):
+        raise MalformedZnodeError(path, "field 'listener_security_protocol_map' must be an object of strings")
     return BrokerZnode(int(name), version, _str(path, obj, "host", nullable=True),
                        _int(path, obj, "port", -1), endpoints, _str(path, obj, "rack", nullable=True),
-                       stat.czxid, migration)
+                       stat.czxid, migration, tuple(protocols.items()))
 
 
 # ---------------------------------------------------------------------------- topics
@@ -318,6 +323,15 @@ def parse_entity_config(path: str, data: bytes | None) -> dict[str, str]:
     if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
         raise MalformedZnodeError(path, "field 'config' must be an object of string values")
     return dict(raw)
+
+
+def parse_config_change(path: str, data: bytes | None) -> str:
+    """``/config/changes/config_change_N``: the changed entity's path under ``/config`` (v2's
+    ``entity_path``; v1's ``entity_type`` and ``entity_name`` joined the same way)."""
+    obj = _json(path, data)
+    if _version(path, obj, range(1, 3)) == 1:
+        return f"{_req_str(path, obj, 'entity_type')}/{_req_str(path, obj, 'entity_name')}"
+    return _req_str(path, obj, "entity_path")
 
 
 @dataclass(frozen=True, slots=True)

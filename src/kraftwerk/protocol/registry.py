@@ -17,8 +17,10 @@ DECLARING_MODULES = (
     "kraftwerk.protocol.rpc.topics",
     "kraftwerk.protocol.rpc.data",
     "kraftwerk.protocol.rpc.replication",
+    "kraftwerk.protocol.rpc.zk_control",
     "kraftwerk.protocol.rpc.raft",
     "kraftwerk.protocol.rpc.sasl",
+    "kraftwerk.protocol.rpc.acls",
     "kraftwerk.protocol.metadata_records",
     "kraftwerk.protocol.control_records",
 )

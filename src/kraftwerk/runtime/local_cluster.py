@@ -57,6 +57,50 @@ BROKER_LISTENER = "PLAINTEXT"
 HOST = "127.0.0.1"
 
 
+ZK_SOFTWARE_VERSION = "3.9"
+"""A ZooKeeper-mode broker's default software: ZooKeeper mode ended with Kafka 4.0."""
+
+
+@dataclass(slots=True)
+class ZooKeeperProcess:
+    """The ZooKeeper server of a ZooKeeper-mode cluster (Debian's, in ``D/zookeeper``)."""
+
+    port: int = 0
+    pid: int | None = None
+
+    @property
+    def connect_string(self) -> str:
+        return f"{HOST}:{self.port}"
+
+    def ensure_running(self, cluster: LocalCluster) -> None:
+        """Start the server unless it runs (a restart picks a new port; the data stays), and make
+        sure ``/cluster/id`` names the cluster, as its first broker would have created it."""
+        from kraftwerk.runtime.zookeeper import ZooKeeperServer
+
+        if self.pid is None or not pid_alive(self.pid):
+            server = ZooKeeperServer(cluster.root / "zookeeper").start()
+            self.port, self.pid = server.port, server.pid
+            cluster.save()
+        from kraftwerk.migration import encode
+        from kraftwerk.migration.reader import connect
+
+        with connect(self.connect_string) as client:
+            if client.exists("/cluster/id") is None:
+                client.create("/cluster/id", encode.encode_cluster_id(cluster.cluster_id), makepath=True)
+
+    def stop(self, grace_s: float) -> None:
+        if self.pid is not None and pid_alive(self.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGTERM)
+            deadline = time.monotonic() + grace_s
+            while pid_alive(self.pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if pid_alive(self.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pid, signal.SIGKILL)
+        self.pid = None
+
+
 @dataclass(slots=True)
 class LocalNode:
     node_id: int
@@ -97,6 +141,8 @@ class LocalCluster:
     cluster_id: str
     nodes: list[LocalNode]
     static_quorum: bool = False
+    zookeeper: ZooKeeperProcess | None = None
+    """A ZooKeeper-mode cluster's ZooKeeper (its brokers have no controllers beside them)."""
 
     # --- persistence ------------------------------------------------------------------------
 
@@ -106,7 +152,10 @@ class LocalCluster:
         nodes = [asdict(n) for n in self.nodes]
         for node in nodes:
             node["extra"] = {k: v for k, v in node["extra"].items() if not is_sensitive(BROKER, k)}
-        state = {"clusterId": self.cluster_id, "staticQuorum": self.static_quorum, "nodes": nodes}
+        state: dict[str, Any] = {"clusterId": self.cluster_id, "staticQuorum": self.static_quorum,
+                                 "nodes": nodes}
+        if self.zookeeper is not None:
+            state["zookeeper"] = asdict(self.zookeeper)
         tmp = self.root / (STATE_FILE + ".tmp")
         tmp.write_text(json.dumps(state, indent=2) + "\n")
         tmp.replace(self.root / STATE_FILE)
@@ -122,8 +171,10 @@ class LocalCluster:
         except (OSError, ValueError) as exc:
             raise NodeError(f"Unable to read {path}: {exc}") from None
         try:
+            zookeeper = state.get("zookeeper")
             cluster = cls(root, str(state["clusterId"]), [LocalNode(**n) for n in state["nodes"]],
-                          bool(state.get("staticQuorum", True)))
+                          bool(state.get("staticQuorum", True)),
+                          None if zookeeper is None else ZooKeeperProcess(**zookeeper))
         except (KeyError, TypeError) as exc:
             raise NodeError(f"Unable to read {path}: not a cluster state written by `kraftwerk cluster up` "
                             f"({type(exc).__name__}: {exc})") from None
@@ -163,6 +214,8 @@ class LocalCluster:
         return ",".join(n.address for n in self.controllers)
 
     def properties(self, node: LocalNode) -> dict[str, str]:
+        if self.zookeeper is not None:
+            return self._zk_properties(node)
         listener = CONTROLLER_LISTENER if node.is_controller else BROKER_LISTENER
         props = {
             "process.roles": node.roles,
@@ -182,6 +235,22 @@ class LocalCluster:
             props["advertised.listeners"] = f"{BROKER_LISTENER}://{HOST}:{node.port}"
         if node.software_version:
             props["kraftwerk.software.version"] = node.software_version
+        props.update(node.extra)
+        return props
+
+    def _zk_properties(self, node: LocalNode) -> dict[str, str]:
+        """A ZooKeeper-mode broker (Kafka 3.x's names; no process.roles)."""
+        assert self.zookeeper is not None
+        props = {
+            "broker.id": str(node.node_id),
+            "zookeeper.connect": self.zookeeper.connect_string,
+            "listeners": f"{BROKER_LISTENER}://{HOST}:{node.port}",
+            "advertised.listeners": f"{BROKER_LISTENER}://{HOST}:{node.port}",
+            "inter.broker.listener.name": BROKER_LISTENER,
+            "log.dirs": str(node.data_dir(self.root)),
+            "kraftwerk.software.version": node.software_version or ZK_SOFTWARE_VERSION,
+            "inter.broker.protocol.version": node.software_version or ZK_SOFTWARE_VERSION,
+        }
         props.update(node.extra)
         return props
 
@@ -213,6 +282,8 @@ class LocalCluster:
         """Start every node that is not running (controllers first) and wait until each is ready
         or fenced; returns the fenced ones (id → reason). A failure stops what this call started."""
         stopped = [n for n in self.nodes if n.pid is None or not pid_alive(n.pid)]
+        if self.zookeeper is not None:
+            self.zookeeper.ensure_running(self)
         try:
             controllers = [n for n in stopped if n.is_controller]
             for node in controllers:
@@ -415,14 +486,44 @@ def plan_cluster(root: Path, cluster_id: str, controllers: int, brokers: int, *,
     return LocalCluster(root, cluster_id, nodes, static_quorum)
 
 
+def plan_zk_cluster(root: Path, cluster_id: str, brokers: int, *, software_version: str | None = None,
+                    extra: Mapping[str, str] | None = None) -> LocalCluster:
+    """A ZooKeeper-mode cluster: brokers 1..B and their ZooKeeper (nothing is written or started)."""
+    if brokers < 1:
+        raise NodeError("A ZooKeeper-mode cluster needs at least one broker")
+    nodes = [LocalNode(i + 1, "zk-broker", port, software_version, extra=dict(extra or {}))
+             for i, port in enumerate(free_ports(brokers))]
+    return LocalCluster(root, cluster_id, nodes, zookeeper=ZooKeeperProcess())
+
+
 def format_cluster(cluster: LocalCluster, release_version: str | None, *,
                    scram: Sequence[MetadataRecord] = ()) -> None:
     """Format every node's directory as ``kraftwerk storage format`` does: controllers of a dynamic
     quorum with ``--initial-controllers`` (every controller, a fresh directory id each); ``scram``
-    are ``--add-scram``'s credential records."""
-    from kraftwerk.storage.format import InitialController, format_node, random_uuid
+    are ``--add-scram``'s credential records. Every node's ``server.properties`` is checked against
+    the release's config rules (KIP-1294) first: one that breaks them refuses the whole cluster with
+    nothing written."""
+    from kraftwerk.storage.format import (
+        FormatError,
+        InitialController,
+        check_static_configs,
+        format_node,
+        random_uuid,
+    )
     from kraftwerk.versions.software import SoftwareVersion
 
+    def software(node: LocalNode) -> SoftwareVersion | None:
+        # the node's own release bounds --release-version (4.4-IV1 needs software 4.4)
+        return SoftwareVersion.for_release(node.software_version) if node.software_version else None
+
+    refused = []
+    for node in cluster.nodes:
+        try:
+            check_static_configs(release_version, cluster.properties(node), software(node))
+        except FormatError as exc:
+            refused.append(f"node {node.node_id}: {exc}".replace("\n", f"\nnode {node.node_id}: "))
+    if refused:
+        raise FormatError("\n".join(refused))
     initial = None if cluster.static_quorum else tuple(
         InitialController(n.node_id, HOST, n.port, random_uuid()) for n in cluster.controllers)
     for node in cluster.nodes:
@@ -431,10 +532,7 @@ def format_cluster(cluster: LocalCluster, release_version: str | None, *,
         format_node(cluster_id=cluster.cluster_id, node_id=node.node_id, log_dirs=[data],
                     metadata_log_dir=data, release_version=release_version,
                     initial_controllers=initial if node.is_controller else None,
-                    controller_listener_name=CONTROLLER_LISTENER, scram=scram,
-                    # the node's own release bounds --release-version (4.4-IV1 needs software 4.4)
-                    software=SoftwareVersion.for_release(node.software_version) if node.software_version
-                    else None)
+                    controller_listener_name=CONTROLLER_LISTENER, scram=scram, software=software(node))
 
 
 def add_controller_node(cluster: LocalCluster, software_version: str | None = None) -> LocalNode:

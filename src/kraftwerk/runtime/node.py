@@ -38,15 +38,18 @@ from pathlib import Path
 from typing import Any
 
 from kraftwerk.broker.node import BROKER_API_KEYS, BrokerNode
+from kraftwerk.config.catalogue.controller import METRICS_HOST_CONFIG, METRICS_PORT_CONFIG
+from kraftwerk.controller.authorizer import Session
 from kraftwerk.controller.common import declared_api_ranges
 from kraftwerk.controller.effects import Body, Forward, WriteSnapshot
 from kraftwerk.controller.quorum import CONTROLLER_API_KEYS, RAFT_API_KEYS, QuorumController
 from kraftwerk.controller.responses import not_controller_body
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.image.errors import FatalFaultError
+from kraftwerk.image.model import EMPTY_IMAGE, MetadataImage
 from kraftwerk.image.model import Endpoint as ImageEndpoint
-from kraftwerk.image.model import MetadataImage
 from kraftwerk.node import NodeHost
+from kraftwerk.node.authorization import authorize_request
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.raft import Committed, RaftConfig, RaftNode, VoterEndpoint
@@ -54,7 +57,9 @@ from kraftwerk.runtime.client import ReconnectingClient
 from kraftwerk.runtime.config import ServerConfig
 from kraftwerk.runtime.data_plane import DATA_API_KEYS, DataPlane
 from kraftwerk.runtime.errors import NetworkError, NodeError
-from kraftwerk.runtime.forwarding import ForwardingError, envelope_body, unwrap_response
+from kraftwerk.runtime.forwarding import ForwardingError, client_host, envelope_body, unwrap_response
+from kraftwerk.runtime.metrics import Cores, MetricsServer
+from kraftwerk.runtime.migration_io import MigrationRunner, ZkMigrationClient
 from kraftwerk.runtime.raft_host import RaftHost, wall_clock_ms
 from kraftwerk.runtime.raft_log_files import open_metadata_log
 from kraftwerk.runtime.security import ListenerSecurity, scram_lookup_from
@@ -73,6 +78,8 @@ APPEND_COMMIT_TIMEOUT_S = 10.0
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 5.0
 CONTROLLER_REGISTRATION_RETRY_MS = 1000
 CLUSTER_ID_PROBE_INTERVAL_MS = 30_000
+ZK_MIGRATION_TIMEOUT_S = 5.0
+"""How long a migrating controller waits to connect to ZooKeeper before an action fails (and retries)."""
 
 
 def check_formatted(config: ServerConfig) -> str:
@@ -126,6 +133,7 @@ class Node:
         self._shutdown_done = asyncio.Event()
         self._cluster_refusal: str | None = None
         self._cluster_probe_ms = -CLUSTER_ID_PROBE_INTERVAL_MS
+        self.metrics: MetricsServer | None = None
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -166,7 +174,8 @@ class Node:
         self.raft = RaftHost(raft_node, on_committed=self._on_committed,
                              client_id=f"raft-client-{config.node_id}",
                              request_timeout_ms=config.quorum_request_timeout_ms,
-                             rng=random.Random(self.seed), on_cluster_id_refused=self._on_cluster_id_refused)
+                             rng=random.Random(self.seed), on_cluster_id_refused=self._on_cluster_id_refused,
+                             security=config.controller_client)
         self.host = NodeHost(config.node_id, raft_node, self, controller=self.controller, broker=self.broker,
                              idle_interval_ms=config.metadata_max_idle_interval_ms,
                              registration_retry_ms=CONTROLLER_REGISTRATION_RETRY_MS)
@@ -181,8 +190,17 @@ class Node:
             self.servers.append(server)
             log.info("Awaiting socket connections on %s:%d (listener %s).", endpoint.host or "0.0.0.0",
                      server.port, endpoint.listener)
+        parsed = config.parsed
+        if parsed is not None and parsed.integer(METRICS_PORT_CONFIG) >= 0:
+            self.metrics = MetricsServer(self._metric_cores, parsed.text(METRICS_HOST_CONFIG),
+                                         parsed.integer(METRICS_PORT_CONFIG))
         self.raft.start()
         self._spawn(self._controller_loop(), "controller-loop")
+        driver = self.controller.migration if self.controller is not None else None
+        if driver is not None:
+            zk = ZkMigrationClient(config.raw.get("zookeeper.connect", ""), node_id=config.node_id,
+                                   cluster_id=self.cluster_id, timeout_s=ZK_MIGRATION_TIMEOUT_S)
+            self._spawn(MigrationRunner(driver, zk, self.host, self.raft).run(), "migration-driver")
         if self.broker is not None:
             self._spawn(self._broker_loop(), "broker-lifecycle")
         if self.data_plane is not None:
@@ -190,9 +208,10 @@ class Node:
 
     def _make_data_plane(self, broker: BrokerNode) -> DataPlane:
         listeners = self.config.effective_advertised_listeners
+        listener = self.config.inter_broker_listener_name if listeners else None
         return DataPlane(self.config.node_id, self.config.log_dirs, self.config.software, self.config.raw,
-                         self._controller_request, lambda: broker.broker_epoch,
-                         listeners[0].listener if listeners else None)
+                         self._controller_request, lambda: broker.broker_epoch, listener,
+                         self.config.inter_broker_client)
 
     def _listener_security(self, listener: str) -> ListenerSecurity:
         """The listener's security, SCRAM users read from this node's current image."""
@@ -236,7 +255,8 @@ class Node:
         client = self._controller_clients.get(node_id)
         if client is None or (client.host, client.port) != address:
             role = "broker" if self.config.is_broker else "controller"
-            client = ReconnectingClient(address[0], address[1], client_id=f"{role}-{self.config.node_id}")
+            client = ReconnectingClient(address[0], address[1], client_id=f"{role}-{self.config.node_id}",
+                                        security=self.config.controller_client)
             self._controller_clients[node_id] = client
         return client
 
@@ -316,6 +336,8 @@ class Node:
             task.cancel()
         for server in self.servers:
             await server.close()
+        if self.metrics is not None:
+            self.metrics.close()
         if self.data_plane is not None:
             await self.data_plane.close()
         if self.raft is not None:
@@ -374,6 +396,9 @@ class Node:
         with contextlib.suppress(FileNotFoundError):
             (self.metadata_dir / FENCED_FILE).unlink()
 
+    def _metric_cores(self) -> Cores:
+        return Cores(self.controller, self.broker, wall_clock_ms())
+
     # --- HostIO: what the node host asks of this process ------------------------------------
 
     def now_ms(self) -> int:
@@ -395,7 +420,10 @@ class Node:
         assert raft is not None
 
         async def wait() -> None:
-            done(raft.node.epoch == epoch and await raft.wait_committed(offset, APPEND_COMMIT_TIMEOUT_S))
+            ok = raft.node.epoch == epoch and await raft.wait_committed(offset, APPEND_COMMIT_TIMEOUT_S)
+            if ok:
+                raft.deliver_committed_now()  # the reply waits for this controller's own replay
+            done(ok)
 
         self._spawn(wait(), "wait-committed")
 
@@ -437,7 +465,8 @@ class Node:
     def mark_ready(self) -> None:
         info = {"pid": os.getpid(), "nodeId": self.config.node_id, "roles": self.config.roles_text,
                 "clusterId": self.cluster_id, "softwareVersion": self.config.software.release,
-                "listeners": {s.listener: s.port for s in self.servers}}
+                "listeners": {s.listener: s.port for s in self.servers},
+                "metricsPort": None if self.metrics is None else self.metrics.port}
         tmp = self._ready_path().with_suffix(".tmp")
         tmp.write_text(json.dumps(info) + "\n")
         tmp.replace(self._ready_path())
@@ -476,6 +505,19 @@ class Node:
         return self._broker_accepted
 
     async def handle(self, listener: str, request: Request) -> codec.Value | None:
+        """Authorized once here (the connection's principal, the node's image), then served."""
+        core = self.broker or self.controller
+        image = core.image if core is not None else EMPTY_IMAGE
+        session = Session(request.connection.principal, client_host(request.connection.peer))
+        verdict = authorize_request(self.config.authorizer, image, session, request.api_key,
+                                    request.api_version, request.body)
+        if verdict.body is None:
+            return verdict.finish(None)
+        if verdict.body is not request.body:
+            request = dataclasses.replace(request, body=verdict.body)
+        return verdict.finish(await self._serve(listener, request))
+
+    async def _serve(self, listener: str, request: Request) -> codec.Value | None:
         raft = self.raft
         assert raft is not None
         if listener not in self.config.controller_listener_names and self.broker is not None:
@@ -506,7 +548,7 @@ class Node:
         """KIP-590: wrap the client's request in an EnvelopeRequest to the active controller and
         relay the embedded response; NOT_CONTROLLER when no controller answers (clients retry)."""
         envelope = envelope_body(reply.api_key, reply.version, request.correlation_id, request.client_id,
-                                 reply.body, request.connection.peer)
+                                 reply.body, request.connection.peer, request.connection.principal)
         try:
             response = await self._controller_request(ApiKey.ENVELOPE, 0, envelope)
             return unwrap_response(reply.api_key, reply.version, response).body

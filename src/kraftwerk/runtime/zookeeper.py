@@ -61,11 +61,16 @@ def _config(data_dir: Path, port: int) -> str:
     ])
 
 
-def _ruok(port: int) -> bool:
+def _serving(port: int) -> bool:
+    """``srvr`` names the server's mode only once it takes sessions (``ruok`` answers ``imok``
+    earlier, while a client's session is still refused with "ZooKeeperServer not running")."""
     try:
         with socket.create_connection((HOST, port), timeout=0.5) as sock:
-            sock.sendall(b"ruok")
-            return sock.recv(4) == b"imok"
+            sock.sendall(b"srvr")
+            answer = b""
+            while chunk := sock.recv(4096):
+                answer += chunk
+            return b"Mode: " in answer
     except OSError:
         return False
 
@@ -87,14 +92,16 @@ class ZooKeeperServer:
     def log_path(self) -> Path:
         return self.root / "server.log"
 
-    def start(self, attempts: int = 3) -> ZooKeeperServer:
-        """Start the server and wait until it answers ``ruok``."""
+    def start(self, attempts: int = 3, *, same_port: bool = False) -> ZooKeeperServer:
+        """Start the server and wait until it serves sessions (on the port it had before with
+        ``same_port``: a restart its clients reconnect to)."""
         if not zookeeper_installed():
             raise ZooKeeperUnavailableError(
                 f"ZooKeeper is not installed ({ZOOKEEPER_JAR} or java missing): run scripts/setup.sh, or "
                 "apt-get install zookeeper")
         for attempt in range(attempts):
-            self.port = free_ports(1)[0]
+            if not (same_port and self.port):
+                self.port = free_ports(1)[0]
             if self._start_once():
                 log.info("ZooKeeper started on %s (pid %d)", self.connect_string, self.pid)
                 return self
@@ -122,7 +129,7 @@ class ZooKeeperServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 return False
-            if _ruok(self.port):
+            if _serving(self.port):
                 return True
             time.sleep(0.1)
         self.stop()

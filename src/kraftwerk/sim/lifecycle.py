@@ -61,7 +61,12 @@ from kraftwerk.sim.lifecycle_types import (
     Mix,
     UpdateOutcome,
 )
-from kraftwerk.sim.lifecycle_workload import schedule_mix
+from kraftwerk.sim.lifecycle_workload import (
+    CONFIGS_LADDER,
+    CONFIGS_RELEASE,
+    draw_static_configs,
+    schedule_mix,
+)
 from kraftwerk.sim.world import LinkFaults
 from kraftwerk.versions.features import KRAFT_VERSION
 from kraftwerk.versions.metadata_version import FEATURE_NAME, MetadataVersion
@@ -93,6 +98,11 @@ class LifecycleSim:
         self.bootstrap = default_bootstrap_records(MetadataVersion.from_feature_level(self.initial_level))
         self.releases: dict[int, str] = self._draw_software()
         self.lifecycle = LifecycleChecker(tables or ReferenceTables.of_this_software())
+        self.static_configs: dict[int, dict[str, str]] = {}
+        """Each broker's ``server.properties`` (the configs mix draws them; checked by (f))."""
+        if config.mix is Mix.CONFIGS:
+            self.static_configs = draw_static_configs(self)
+            self.lifecycle.static_configs = self.static_configs
         self.stats: dict[str, int] = {
             k: 0
             for k in (
@@ -125,6 +135,8 @@ class LifecycleSim:
         self.converged_at: int | None = None
         self._requests = 0
         self._operator_restart = False
+        self.operator_fixes: list[Callable[[], None]] = []
+        """What the workload's operator also does at heal time (and while waiting to converge)."""
         self.cluster = Cluster(
             voters=config.voters,
             observers=config.brokers,
@@ -147,6 +159,8 @@ class LifecycleSim:
             return 30
         if mix is Mix.ROLLING:
             return self.rng.choice((19, 20, 21, 25))
+        if mix is Mix.CONFIGS:
+            return self.rng.choice(CONFIGS_LADDER[:-1])
         return self.rng.choice(MV_LADDER)
 
     def _draw_software(self) -> dict[int, str]:
@@ -163,6 +177,8 @@ class LifecycleSim:
         for nid in self.all_ids:
             if cfg.mix is Mix.ROLLING:
                 out[nid] = RELEASE_OF_LEVEL.get(level, "3.9")
+            elif cfg.mix is Mix.CONFIGS:
+                out[nid] = CONFIGS_RELEASE
             elif cfg.mix is Mix.RANDOM and able and self.rng.random() < 0.3:
                 out[nid] = self.rng.choice(able)
             else:
@@ -327,10 +343,12 @@ class LifecycleSim:
         *,
         validate_only: bool = False,
         version: int = 1,
+        skip_config_audit: bool = False,
         on_done: Callable[[UpdateOutcome], None] | None = None,
     ) -> UpdateOutcome:
         """Send UpdateFeatures (feature, level, upgrade type) like ``kafka-features``: to a
-        controller, retrying NOT_CONTROLLER and timeouts on another one."""
+        controller, retrying NOT_CONTROLLER and timeouts on another one (``skip_config_audit``:
+        kraftwerk's tagged field of v3)."""
         self._requests += 1
         outcome = UpdateOutcome(self._requests, tuple(updates), validate_only, version, self.now)
         items = []
@@ -344,6 +362,8 @@ class LifecycleSim:
         body: dict[str, Any] = {"timeoutMs": 60000, "featureUpdates": items}
         if version >= 1:
             body["validateOnly"] = validate_only
+        if skip_config_audit:
+            body["skipConfigAudit"] = True
         if validate_only:
             self.stats["dry_runs"] += 1
         self.outcomes.append(outcome)
@@ -460,6 +480,8 @@ class LifecycleSim:
         self._operator_restart = True
         try:
             self._fix_nodes()
+            for fix in self.operator_fixes:
+                fix()
         finally:
             self._operator_restart = False
 
@@ -589,6 +611,7 @@ def run_lifecycle(config: LifecycleConfig, tables: ReferenceTables | None = None
             "flr_commits": sim.lifecycle.flr_commits,
             "fail_stop_debts_paid": len(sim.lifecycle.paid),
             "view_checks": sim.lifecycle.checks,
+            "config_checks": sim.lifecycle.config_checks,
             "sent": c.net.sent,
             "dropped": c.net.dropped,
         }

@@ -20,7 +20,13 @@ broker cores. The cores' views are then compared with that reference:
     within a bound;
 (e) **no unexplained stall** — when faults heal, a live node has applied everything raft handed
     it, unless the seed explains the stall: a broker that never registered, handed a level its
-    software cannot run, stays fenced (Kafka's refusal; every other node fail-stops instead).
+    software cannot run, stays fenced (Kafka's refusal; every other node fail-stops instead);
+(f) **no committed config breaks its level's rules** (KIP-1294, when the seed gives brokers static
+    configs) — after every committed batch, at the committed metadata.version, each registered
+    broker's effective config (its own dynamic configs over the cluster default over the
+    ``server.properties`` the simulation gave it, not what it reported), the cluster default and
+    every topic's dynamic configs pass the validators in force at that level
+    (:func:`kraftwerk.config.violations_at`, the catalogue's rules).
 
 The reference mirrors two documented kraftwerk behaviours: metadata transactions (records between
 Begin/EndTransactionRecord count at the End, an Abort drops them) and the lossy rewrite of an
@@ -38,6 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kraftwerk.config import ConfigResourceType, violations_at
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.sim.checker import InvariantViolation
 from kraftwerk.versions import features as feature_catalogue
@@ -54,6 +61,7 @@ DRY_RUN_INVARIANT = "dry runs never change the log"
 CONVERGENCE_INVARIANT = "all nodes converge after faults heal"
 STALL_INVARIANT = "a node stops applying the log only when its software cannot run it"
 SNAPSHOT_INVARIANT = "every snapshot a core asks for is written"
+CONFIG_INVARIANT = "no committed metadata.version has an effective config that breaks its rules"
 
 Levels = dict[str, int]
 
@@ -74,6 +82,8 @@ class Reference:
     levels: Mapping[str, int]
     brokers: Mapping[int, Mapping[str, VersionRange]]
     """Registered brokers (fenced or not) and the ranges their registration carries."""
+    configs: Mapping[tuple[int, str], Mapping[str, str]] = field(default_factory=dict)
+    """(resource type, resource name) → its dynamic configs (ConfigRecords)."""
 
 
 @dataclass(slots=True)
@@ -156,6 +166,9 @@ class LifecycleChecker:
     paid: list[tuple[FailStopDebt, str]] = field(default_factory=list)
     checks: int = 0
     flr_commits: int = 0
+    static_configs: Mapping[int, Mapping[str, str]] | None = None
+    """Each broker's ``server.properties`` as the simulation gave it: (f) is checked when set."""
+    config_checks: int = 0
     _seq: int = 0
     _memo: dict[int, Reference] = field(default_factory=dict)
     _event_offsets: list[int] = field(default_factory=list)
@@ -179,6 +192,12 @@ class LifecycleChecker:
                 added.append((base_offset + i, *event))
         if not added:
             return []
+        self._insert(added)
+        if self.static_configs is not None:
+            self.check_configs(last_offset)
+        return self._effective(added)
+
+    def _insert(self, added: list[tuple[int, str, Any]]) -> None:
         for offset, kind, payload in added:
             self._seq += 1
             entry = (offset, self._seq, kind, payload)
@@ -187,6 +206,8 @@ class LifecycleChecker:
             idx = bisect.bisect_right(self._event_offsets, offset)
             self.events.insert(idx, entry)
             self._event_offsets.insert(idx, offset)
+
+    def _effective(self, added: list[tuple[int, str, Any]]) -> list[tuple[int, str, int]]:
         # FeatureLevelRecords that took effect here: outside a transaction, or at its End.
         effective: list[tuple[int, str, int]] = []
         txn: list[tuple[int, str, int]] | None = None
@@ -225,6 +246,8 @@ class LifecycleChecker:
             return "reg", (v["brokerId"], ranges)
         if name == "UnregisterBrokerRecord":
             return "unreg", v["brokerId"]
+        if name == "ConfigRecord":
+            return "cfg", (v["resourceType"], v["resourceName"], v["name"], v["value"])
         return None
 
     def reference(self, offset: int) -> Reference:
@@ -235,6 +258,7 @@ class LifecycleChecker:
             return known
         levels: Levels = {}
         brokers: dict[int, Mapping[str, VersionRange]] = {}
+        configs: dict[tuple[int, str], dict[str, str]] = {}
         txn: list[tuple[str, Any]] | None = None
 
         def apply(kind: str, payload: Any) -> None:
@@ -255,6 +279,13 @@ class LifecycleChecker:
                 brokers[payload[0]] = payload[1]
             elif kind == "unreg":
                 brokers.pop(payload, None)
+            elif kind == "cfg":
+                rtype, rname, name, value = payload
+                resource = configs.setdefault((rtype, rname), {})
+                if value is None:
+                    resource.pop(name, None)
+                else:
+                    resource[name] = value
 
         for _, _, kind, payload in self.events[:count]:
             if kind == "begin":
@@ -269,7 +300,7 @@ class LifecycleChecker:
                 txn.append((kind, payload))
             else:
                 apply(kind, payload)
-        ref = Reference(normalize_levels(levels), brokers)
+        ref = Reference(normalize_levels(levels), brokers, configs)
         self._memo[count] = ref
         return ref
 
@@ -293,6 +324,34 @@ class LifecycleChecker:
                 f"node {node_id} reports {show_levels(view)} after applying offset {applied_offset} "
                 f"({source}), but the committed log up to there finalizes {show_levels(ref)}",
             )
+
+    # ------------------------------------------------------------------ (f)
+    def check_configs(self, offset: int) -> None:
+        """(f) the committed state at ``offset``: every effective config passes the rules of the
+        committed metadata.version."""
+        self.config_checks += 1
+        ref = self.reference(offset)
+        level = ref.levels.get(FEATURE_NAME)
+        if level is None:
+            return
+        broker, topic = int(ConfigResourceType.BROKER), int(ConfigResourceType.TOPIC)
+        default = ref.configs.get((broker, ""), {})
+        subjects: list[tuple[str, Mapping[str, str], int]] = [("the cluster default", default, broker)]
+        for bid in sorted(ref.brokers):
+            static = (self.static_configs or {}).get(bid, {})
+            effective = {**static, **default, **ref.configs.get((broker, str(bid)), {})}
+            subjects.append((f"broker {bid}", effective, broker))
+        subjects += [(f"topic {name}", cfg, topic) for (rtype, name), cfg in sorted(ref.configs.items())
+                     if rtype == topic]
+        for subject, configs, rtype in subjects:
+            for v in violations_at(level, configs, resource_type=rtype):
+                raise InvariantViolation(
+                    CONFIG_INVARIANT,
+                    f"metadata.version {MetadataVersion.from_feature_level(level)} committed up to offset "
+                    f"{offset} "
+                    f"while {subject} has {v.config}={v.value}: {v.reason}"
+                    + ("" if v.metadata_version is None else f" (since {v.metadata_version})"),
+                )
 
     # ------------------------------------------------------------------ (b)
     def owe_fail_stops(

@@ -98,6 +98,7 @@ class SimNodeHost(NodeHost):
                 incarnation_id=incarnation_id,
                 heartbeat_interval_ms=HEARTBEAT_MS,
                 request_timeout_ms=RPC_TIMEOUT_MS * 2,
+                static_configs=sim.static_configs.get(nid),
             )
         self.waiters: list[_Waiter] = []
         super().__init__(

@@ -47,6 +47,9 @@ class Mix(enum.Enum):
     """A cluster at the latest level downgraded (safe, unsafe, dry runs), old software restarted."""
     FAILOVER = "failover"
     """Updates under repeated crashes and isolations of the active controller."""
+    CONFIGS = "configs"
+    """KIP-1294: brokers on 4.4 software with static configs, dynamic overrides set and cleared,
+    upgrades and downgrades across the levels that bring config rules, controller failover."""
     NONE = "none"
     """No workload and no faults (scripted scenarios add their own)."""
 
@@ -65,6 +68,9 @@ class Sabotage(enum.Enum):
     STALLED_BROKER = "stalled-broker"
     """The last broker stops applying the log 4 s into the fault phase (breaks e: reported at heal,
     never rolled away)."""
+    SKIP_CONFIG_AUDIT = "skip-config-audit"
+    """Every metadata.version change of the configs mix is sent with ``--skip-config-audit`` (the
+    real UpdateFeatures v3 flag), so the controller's audit never refuses (breaks f)."""
 
 
 @dataclass(frozen=True, slots=True)

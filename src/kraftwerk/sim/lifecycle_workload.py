@@ -6,10 +6,23 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from kraftwerk.config import ConfigResourceType
 from kraftwerk.controller.features import feature_level_record
+from kraftwerk.protocol.api_keys import ApiKey
+from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import encode_metadata_record
 from kraftwerk.raft import RaftNode
-from kraftwerk.sim.lifecycle_types import MV_LADDER, OLD_RELEASES, OTHER_FEATURES, Mix, Sabotage
+from kraftwerk.sim.lifecycle_types import (
+    CLIENT_BACKOFF_MS,
+    CLIENT_DEADLINE_MS,
+    CLIENT_ID,
+    MV_LADDER,
+    OLD_RELEASES,
+    OTHER_FEATURES,
+    Mix,
+    Sabotage,
+    UpdateOutcome,
+)
 from kraftwerk.sim.world import LinkFaults
 from kraftwerk.versions.features import KRAFT_VERSION
 from kraftwerk.versions.metadata_version import FEATURE_NAME
@@ -151,6 +164,10 @@ def schedule_mix(sim: LifecycleSim) -> None:
             )
         for t in times(max(1, cfg.events // 2)):
             sim.at(t, fault(rng.choice(("crash_leader", "isolate_leader", "roll", "join_old"))))
+    elif mix is Mix.CONFIGS:
+        _schedule_configs(sim, rng, times)
+        for t in times(max(1, cfg.events // 2)):
+            sim.at(t, fault(rng.choice(("crash_leader", "isolate_leader", "crash"))))
     elif mix is Mix.FAILOVER:
         for t in times(cfg.events + 2):
             sim.at(t, op())
@@ -179,3 +196,142 @@ def _unchecked_upgrade(sim: LifecycleSim) -> None:
         m.write([value])
 
     sim.cluster.run_on(leader, append)
+
+
+# ------------------------------------------------------------------------------- KIP-1294 (configs)
+
+CONFIGS_RELEASE = "4.4"
+"""Every node of the configs mix runs kraftwerk's 4.4, whose brokers report their static configs."""
+CONFIGS_LADDER = (21, 22, 25, 30, 31, 32)
+"""3.9-IV0, 4.0-IV0 (the 1 MiB minimum of KIP-1030's rules), 4.0-IV3, 4.3-IV0, 4.4-IV0, 4.4-IV1
+(the 3 MiB minimum of KIP-1294's example)."""
+SEGMENT_CONFIG = "log.segment.bytes"
+TOPIC_SEGMENT_CONFIG = "segment.bytes"
+SEGMENT_VALUES = ("4194304", "3145728", "2097152", "1048576", "524288")
+"""4 MiB and 3 MiB pass every level; 2 MiB and 1 MiB break 4.4-IV1; 512 KiB breaks 4.0-IV0 too."""
+FIX_VALUE = "4194304"
+TOPICS = ("t0", "t1")
+SET, DELETE = 0, 1
+
+
+def draw_static_configs(sim: LifecycleSim) -> dict[int, dict[str, str]]:
+    """Each broker's ``server.properties``: valid at the formatted level (``storage format``
+    refuses the others), some breaking a later level's rule."""
+    rng = random.Random(sim.config.seed * 31 + 5)
+    out = {}
+    for nid in sim.broker_ids:
+        static = {"log.dirs": f"/sim/{nid}"}
+        choices = [None, "4194304", "2097152", "2097152", "1048576"]
+        if sim.initial_level < 22:
+            choices.append("524288")
+        value = rng.choice(choices)
+        if value is not None:
+            static[SEGMENT_CONFIG] = value
+        out[nid] = static
+    return out
+
+
+def _schedule_configs(sim: LifecycleSim, rng: random.Random, times: Callable[[int], list[int]]) -> None:
+    """An operator moving metadata.version up and down across the levels that bring config rules
+    while setting and clearing dynamic overrides (cluster default, one broker, one topic); after
+    an upgrade the audit refuses, the operator usually fixes it with a cluster default and retries."""
+    skip = sim.config.sabotage is Sabotage.SKIP_CONFIG_AUDIT
+    mv = FEATURE_NAME
+
+    def level() -> int:
+        return _levels_now(sim)[mv]
+
+    def update(target: int, utype: int, validate_only: bool = False) -> None:
+        def done(o: UpdateOutcome) -> None:
+            if o.error == "INVALID_UPDATE_VERSION" and "config audit" in (o.message or ""):
+                _count(sim, "audit_refusals")
+                if not validate_only and rng.random() < 0.7 and sim.healed_at is None:
+                    alter(ConfigResourceType.BROKER, "", SEGMENT_CONFIG, FIX_VALUE)
+                    sim.at(sim.now + 1000, lambda: update(target, utype))
+
+        sim.update_features([(mv, target, utype)], validate_only=validate_only, version=3,
+                            skip_config_audit=skip, on_done=done)
+
+    def alter(rtype: ConfigResourceType, rname: str, name: str, value: str | None) -> None:
+        op = {"name": name, "configOperation": DELETE if value is None else SET, "value": value}
+        body = {"resources": [{"resourceType": int(rtype), "resourceName": rname, "configs": [op]}],
+                "validateOnly": False}
+        admin_request(sim, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body, "responses")
+
+    def step() -> None:
+        if sim.healed_at is not None:
+            return
+        now = level()
+        kind = rng.choice(("upgrade", "upgrade", "upgrade", "downgrade", "dry_run", "default", "default",
+                           "clear_default", "broker", "clear_broker", "topic", "clear_topic"))
+        targets = {
+            "default": (ConfigResourceType.BROKER, "", SEGMENT_CONFIG),
+            "broker": (ConfigResourceType.BROKER, str(rng.choice(sim.broker_ids)), SEGMENT_CONFIG),
+            "topic": (ConfigResourceType.TOPIC, rng.choice(TOPICS), TOPIC_SEGMENT_CONFIG),
+        }
+        value = rng.choice(SEGMENT_VALUES)
+        higher = [lv for lv in CONFIGS_LADDER if lv > now]
+        lower = [lv for lv in CONFIGS_LADDER if lv < now]
+        if kind in ("upgrade", "dry_run"):
+            if higher:
+                update(rng.choice(higher), 1, validate_only=kind == "dry_run")
+        elif kind == "downgrade":
+            if lower:
+                update(rng.choice(lower), rng.choice((2, 3)))
+        else:
+            clear = kind.startswith("clear_")
+            alter(*targets[kind.removeprefix("clear_")], None if clear else value)
+
+    last_fix = -1000
+
+    def let_refused_brokers_in() -> None:
+        """A broker refused for its ``server.properties`` (INVALID_CONFIG) stays out until the
+        operator sets a cluster default the rules allow (once a second at most)."""
+        nonlocal last_fix
+        refused = [
+            nid for nid in sim.broker_ids
+            if (m := sim.machine(nid)) is not None and m.broker is not None and m.broker.broker_epoch < 0
+            and SEGMENT_CONFIG in (m.broker.last_refusal or "")
+        ]
+        if refused and sim.now >= last_fix + 1000:
+            last_fix = sim.now
+            _count(sim, "refused_registrations_fixed")
+            alter(ConfigResourceType.BROKER, "", SEGMENT_CONFIG, FIX_VALUE)
+
+    sim.operator_fixes.append(let_refused_brokers_in)
+    topics = [{"name": t, "numPartitions": 1, "replicationFactor": 1, "assignments": [], "configs": []}
+              for t in TOPICS]
+    create = {"topics": topics, "timeoutMs": 30000, "validateOnly": False}
+    sim.at(2000, lambda: admin_request(sim, ApiKey.CREATE_TOPICS, 7, create, "topics"))
+    for t in times(sim.config.events + 6):
+        sim.at(t, step)
+
+
+def _count(sim: LifecycleSim, key: str) -> None:
+    sim.stats[key] = sim.stats.get(key, 0) + 1
+
+
+def admin_request(
+    sim: LifecycleSim, api_key: int, version: int, body: dict[str, object], results: str, sent_ms: int = -1
+) -> None:
+    """An admin client's request to a controller, retried on NOT_CONTROLLER and timeouts until the
+    client's deadline; counts the results (``results``: the response's per-resource list)."""
+    sent_ms = sim.now if sent_ms < 0 else sent_ms
+
+    def retry() -> None:
+        if sim.now - sent_ms < CLIENT_DEADLINE_MS:
+            sim.at(sim.now + CLIENT_BACKOFF_MS,
+                   lambda: admin_request(sim, api_key, version, body, results, sent_ms))
+
+    def answered(response: dict[str, object]) -> None:
+        codes = [r.get("errorCode", 0) for r in response.get(results) or ()]  # type: ignore[attr-defined]
+        if Errors.NOT_CONTROLLER.code in codes:
+            retry()
+            return
+        for code in codes:
+            outcome = {0: "ok", Errors.INVALID_CONFIG.code: "refused"}.get(code, "failed")
+            _count(sim, f"config_requests_{outcome}")
+
+    leader = sim.leader()
+    target = leader if leader in sim.cluster_voters else sim.rng.choice(sim.cluster_voters)
+    sim.send_rpc(CLIENT_ID, target, api_key, version, body, answered, retry)

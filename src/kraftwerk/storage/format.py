@@ -245,6 +245,23 @@ def _record_fields(record: MetadataRecord) -> str:
             f"serverKey=[redacted], iterations={value['iterations']}")
 
 
+def check_static_configs(release_version: MetadataVersion | str | None, static_configs: Mapping[str, str],
+                         software: SoftwareVersion | None = None) -> None:
+    """KIP-1294's format-time check alone: :class:`FormatError` naming every config of
+    ``static_configs`` that breaks a rule of the release (``cluster up`` checks each node's
+    ``server.properties`` with it before it writes anything)."""
+    software = software or SoftwareVersion.latest()
+    try:
+        release = (software.parse_metadata_version(release_version) if isinstance(release_version, str)
+                   else release_version)
+    except VersionError as exc:
+        raise FormatError(str(exc)) from None
+    chosen = effective_release_version(release, {}, False, software)
+    violations = violations_at(chosen.feature_level, static_configs)
+    if violations:
+        raise FormatError("\n".join(v.message() for v in violations))
+
+
 def effective_release_version(release: MetadataVersion | None, features: Mapping[str, int],
                               unstable_enabled: bool,
                               software: SoftwareVersion | None = None) -> MetadataVersion:

@@ -196,6 +196,12 @@ SECURITY_KEYS: tuple[ConfigKey, ...] = (
     define("sasl.kerberos.service.name", T.STRING, None, None, I.MEDIUM, "Kerberos principal name.", PB),
     define("connection.failed.authentication.delay.ms", T.INT, 100, Range.at_least(0), I.LOW,
            "Delay before closing a connection whose authentication failed (KIP-306)."),
+    define("authorizer.class.name", T.STRING, "", None, I.LOW,
+           "The authorizer: empty (none) or org.apache.kafka.metadata.authorizer.StandardAuthorizer."),
+    define("super.users", T.STRING, None, None, I.LOW,
+           "Principals (User:name, ';'-separated) the authorizer allows everything."),
+    define("allow.everyone.if.no.acl.found", T.BOOLEAN, False, None, I.LOW,
+           "Allow an action on a resource no ACL names (StandardAuthorizer)."),
 )
 
 ZOOKEEPER_KEYS: tuple[ConfigKey, ...] = (
@@ -210,6 +216,9 @@ ZOOKEEPER_KEYS: tuple[ConfigKey, ...] = (
            "Whether znodes are written with secure ACLs."),
     define("zookeeper.metadata.migration.enable", T.BOOLEAN, False, None, I.HIGH,
            "KIP-866: take part in a ZooKeeper to KRaft migration."),
+    define("zookeeper.metadata.migration.max.lag.ms", T.LONG, 30_000, Range.at_least(0), I.MEDIUM,
+           "KIP-866's lag bound (a kraftwerk name): how long committed KRaft metadata may wait for "
+           "ZooKeeper in dual-write mode before the controller refuses metadata writes."),
     define("zookeeper.ssl.client.enable", T.BOOLEAN, False, None, I.HIGH, "Use TLS to reach ZooKeeper."),
     define("zookeeper.ssl.keystore.location", T.STRING, None, None, I.MEDIUM, "Key store for ZooKeeper TLS."),
     define("zookeeper.ssl.keystore.password", T.PASSWORD, None, None, I.MEDIUM,

@@ -17,6 +17,8 @@ METADATA_LOG_SEGMENT_BYTES_3X_MINIMUM = 12
 """``Records.LOG_OVERHEAD``: the metadata.log.segment.bytes minimum up to Kafka 4.0."""
 SOFTWARE_VERSION_CONFIG = "kraftwerk.software.version"
 LOG_FILE_CONFIG = "kraftwerk.log.file"
+METRICS_PORT_CONFIG = "kraftwerk.metrics.port"
+METRICS_HOST_CONFIG = "kraftwerk.metrics.host"
 
 CONTROLLER_KEYS: tuple[ConfigKey, ...] = (
     define("process.roles", T.LIST, "", ValidList.of("broker", "controller"), I.HIGH,
@@ -81,4 +83,9 @@ CONTROLLER_KEYS: tuple[ConfigKey, ...] = (
            "The Kafka release whose feature ranges this node advertises (kraftwerk; default: this "
            "software)."),
     define(LOG_FILE_CONFIG, T.STRING, None, None, I.LOW, "A file the node also logs to (kraftwerk)."),
+    define(METRICS_PORT_CONFIG, T.INT, 0, Range.at_least(-1), I.LOW,
+           "The port of the node's Prometheus metrics endpoint (kraftwerk; 0: one the OS picks, written "
+           "to the ready file; -1: none)."),
+    define(METRICS_HOST_CONFIG, T.STRING, "127.0.0.1", None, I.LOW,
+           "The address the metrics endpoint listens on (kraftwerk)."),
 )

@@ -1,0 +1,81 @@
+"""The ZK-mode node's ZooKeeper writes on a real ZooKeeper: one transaction or nothing, guarded by a
+znode version, parents made, gone znodes no error; and the ZK controller's decisions, written,
+read back as the tree the controller believes in (partition epochs are the state znodes' versions)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from kazoo.client import KazooClient
+
+from kraftwerk.controller.zk_controller import ZkController, ZkCreate, ZkDelete, ZkSet
+from kraftwerk.migration.reader import read_tree
+from kraftwerk.migration.state import parse_cluster
+from kraftwerk.runtime.zk_node import ZkWriteError, ZooKeeperStore
+from kraftwerk.runtime.zookeeper import ZooKeeperServer
+from tests.migration.layout import Layout
+
+pytestmark = pytest.mark.zookeeper
+
+
+@pytest.fixture
+def store(zookeeper: ZooKeeperServer) -> Iterator[ZooKeeperStore]:
+    client = KazooClient(hosts=zookeeper.connect_string)
+    client.start(10)
+    root = f"/t{uuid.uuid4().hex[:8]}"
+    client.ensure_path(root)
+    client.chroot = root
+    try:
+        yield ZooKeeperStore(client)
+    finally:
+        client.chroot = ""
+        client.delete(root, recursive=True)
+        client.stop()
+        client.close()
+
+
+def test_one_transaction_makes_parents_and_forgives_what_is_gone(store: ZooKeeperStore) -> None:
+    store.apply([ZkCreate("/a/b/c/state", b"1"), ZkSet("/config/topics/t", b"{}", -1),
+                 ZkCreate("/config/changes/config_change_", b"x", sequential=True), ZkDelete("/not/there")])
+    assert store.get("/a/b/c/state") is not None and store.children("/a/b") == ["c"]
+    assert store.get("/config/topics/t") is not None
+    assert store.children("/config/changes") == ["config_change_0000000000"]
+    store.apply([ZkDelete("/a", recursive=True)])
+    assert store.get("/a") is None
+
+
+def test_a_stale_version_or_guard_applies_nothing(store: ZooKeeperStore) -> None:
+    store.apply([ZkCreate("/epoch", b"1"), ZkCreate("/s", b"a")])
+    with pytest.raises(ZkWriteError, match="BadVersion"):
+        store.apply([ZkCreate("/new", b""), ZkSet("/s", b"b", 3)])
+    assert store.get("/new") is None
+    with pytest.raises(ZkWriteError):
+        store.apply([ZkSet("/s", b"b", 0)], check=("/epoch", 7))
+    got = store.get("/s")
+    assert got is not None and got[0] == b"a"
+    store.apply([ZkSet("/s", b"b", 0)], check=("/epoch", 0))
+    got = store.get("/s")
+    assert got is not None and (got[0], got[1].version) == (b"b", 1)
+
+
+def test_the_controllers_decisions_read_back_as_its_view(store: ZooKeeperStore) -> None:
+    layout = Layout().cluster("MkU3OEVBNTcwNTJENDM2Qk", controller=1, controller_epoch=4)
+    for b in (1, 2, 3):
+        layout.broker(b)
+    layout.topic("orders", {0: [1, 2, 3], 1: [3, 1, 2]}, topic_id=uuid.UUID(int=7), partition_epoch=2)
+    layout.topic("legacy", {0: [2, 3]}, topic_id=None)
+    layout.write(store.client)
+    controller = ZkController(1, 5, parse_cluster(read_tree(store.client)))
+    store.apply(controller.become_controller().writes)
+    registered = store.brokers()
+    store.apply(controller.brokers_changed({b: z for b, z in registered.items() if b != 1}).writes)
+    tree = parse_cluster(read_tree(store.client))
+    assert tree.invalid == [] and tree.topics["legacy"].znode.topic_id == controller.topics["legacy"].topic_id
+    for name, topic in controller.topics.items():
+        for p, believed in topic.states.items():
+            stored = tree.topics[name].states[p]
+            assert (stored.leader, stored.isr, stored.leader_epoch, stored.partition_epoch) == (
+                believed.leader, believed.isr, believed.leader_epoch, believed.zk_version)
+    assert tree.topics["orders"].states[0].leader == 2
