@@ -709,3 +709,22 @@ def test_a_snapshot_answer_naming_a_newer_leader_moves_the_follower_there() -> N
     out = follower.handle_response(1, ApiKey.FETCH_SNAPSHOT, 1, moved, chunk_req.correlation_id, 2)
     assert (follower.role, follower.leader_id, follower.epoch) == (Role.FOLLOWER, 3, 4)
     assert next_fetch(out).api_key == ApiKey.FETCH and next_fetch(out).destination == 3
+
+
+# ---------------------------------------------------------------------------------- clean shutdown
+def test_a_leader_resigning_for_shutdown_hands_over_before_the_fetch_timeout() -> None:
+    net, leader, follower = leader_and_follower()
+    assert not follower.resign(net.now)  # only a leader has something to hand over
+    assert leader.resign(net.now)
+    assert leader.role is Role.RESIGNED and leader.resigning
+    net.add(1, leader.take_effects())
+    net.run(net.now)
+    assert [e.destination for e in net.sent(ApiKey.END_QUORUM_EPOCH, 1)] == [2]
+    assert not leader.resigning  # the follower answered
+    stood = None
+    for t in range(net.now, net.now + follower.config.fetch_timeout_ms, 5):
+        net.add(2, follower.poll(t))
+        if follower.role in (Role.PROSPECTIVE, Role.CANDIDATE):
+            stood = t
+            break
+    assert stood is not None, "the follower waited out its fetch timeout"

@@ -11,6 +11,7 @@ the node acts on it; a node that restarts as the recorded leader comes back Resi
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import cast
 
@@ -44,6 +45,8 @@ from kraftwerk.raft.types import (
     Role,
 )
 from kraftwerk.raft.voters import VoterSet
+
+log = logging.getLogger(__name__)
 
 
 class RaftNode:
@@ -150,7 +153,23 @@ class RaftNode:
             observers,
         )
 
+    @property
+    def resigning(self) -> bool:
+        """Whether this node resigned and some voter has not yet answered its EndQuorumEpoch."""
+        role = self._role
+        return isinstance(role, Resigned) and bool(role.end_pending)
+
     # ================================================================== public inputs
+    def resign(self, now_ms: int) -> bool:
+        """Give up leadership before a clean shutdown, as Kafka's ``KafkaRaftClient.shutdown``
+        does: the other voters hear EndQuorumEpoch and one stands at once instead of waiting out
+        its fetch timeout. False when this node is not the leader (nothing to hand over)."""
+        if self._leader() is None:
+            return False
+        log.info("node %d resigns leadership of epoch %d for shutdown", self.q.node_id, self.q.epoch)
+        self.become_resigned(now_ms)
+        return True
+
     def take_effects(self) -> list[Effect]:
         """Effects accumulated by calls that return something else (``append``)."""
         q = self.q

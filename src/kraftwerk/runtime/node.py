@@ -76,6 +76,8 @@ FENCED_FILE = "kraftwerk.fenced"
 BOOTSTRAP_FILE = "bootstrap.checkpoint"
 APPEND_COMMIT_TIMEOUT_S = 10.0
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 5.0
+RESIGN_TIMEOUT_S = 1.0
+"""How long a stopping leader waits for the voters to answer its EndQuorumEpoch."""
 CONTROLLER_REGISTRATION_RETRY_MS = 1000
 CLUSTER_ID_PROBE_INTERVAL_MS = 30_000
 ZK_MIGRATION_TIMEOUT_S = 5.0
@@ -332,6 +334,8 @@ class Node:
                 await asyncio.wait_for(self._shutdown_done.wait(), CONTROLLED_SHUTDOWN_TIMEOUT_S)
             log.info("[BrokerServer id=%d] Controlled shutdown %s.", self.config.node_id,
                      "complete" if broker.is_shutdown_complete else "timed out")
+        if self.raft is not None and self.exit_code == 0:
+            await self.raft.resign(RESIGN_TIMEOUT_S)
         for task in list(self._tasks):
             task.cancel()
         for server in self.servers:

@@ -133,6 +133,16 @@ class RaftHost:
     def start(self) -> None:
         self._timer = asyncio.create_task(self._timer_loop(), name="raft-timer")
 
+    async def resign(self, timeout_s: float) -> None:
+        """Hand leadership over before a clean stop: EndQuorumEpoch to every other voter, then
+        wait (at most ``timeout_s``) until each has answered."""
+        if not self.node.resign(self.clock()):
+            return
+        self._apply(self.node.take_effects())
+        deadline = time.monotonic() + timeout_s
+        while self.node.resigning and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+
     async def close(self) -> None:
         self.closed = True
         if self._timer is not None:
