@@ -25,6 +25,8 @@ from dataclasses import dataclass, replace
 
 from kraftwerk.backoff import ExponentialBackoff
 from kraftwerk.controller.errors import ApiError
+from kraftwerk.controller.migration_propagator import delta_requests, full_requests
+from kraftwerk.controller.zk_controller import BrokerRequest
 from kraftwerk.image.model import MetadataImage, ZkMigrationState
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.versions.metadata_version import MetadataVersion
@@ -184,6 +186,11 @@ class MigrationDriver:
         self.last_error: str | None = None
         self.last_snapshot_write_ms = 0
         self.last_delta_write_ms = 0
+        self.broker_requests: list[BrokerRequest] = []
+        """LeaderAndIsr / UpdateMetadata / StopReplica for the ZooKeeper brokers, for the runtime to
+        send (it empties the list)."""
+        self._sent_image: MetadataImage | None = None
+        """The image the ZooKeeper brokers were last told about (the base of the next delta)."""
         self.voters: tuple[int, ...] = ()
         """The quorum's voters (kept current by the controller): each must be ready to migrate."""
 
@@ -221,6 +228,8 @@ class MigrationDriver:
                                       kraft_controller_epoch=epoch)
             self.transition_to(S.INACTIVE)
             self._zk_image = None
+            self._sent_image = None
+            self.broker_requests.clear()
             self._waiting.clear()
             self._end_blocking(None)
 
@@ -310,11 +319,17 @@ class MigrationDriver:
         self.last_error = None
         while self._waiting and self._waiting[0][0] <= action.offset:
             self._waiting.popleft()
+        epoch = self.leadership.zk_controller_epoch
         if self.state is S.SYNC_KRAFT_TO_ZK:
             self.transition_to(S.KRAFT_CONTROLLER_TO_BROKER_COMM)
-            # Kafka sends full UpdateMetadata/LeaderAndIsr to the ZooKeeper brokers here; kraftwerk's
-            # KRaft side has none to send yet (see docs/compatibility.md), so dual write starts now.
+            self.broker_requests += full_requests(action.image, self.node_id, epoch)
+            self._sent_image = action.image
             self.transition_to(S.DUAL_WRITE)
+        elif self.state is S.DUAL_WRITE:
+            sent = self._sent_image
+            self.broker_requests += (full_requests(action.image, self.node_id, epoch) if sent is None
+                                     else delta_requests(sent, action.image, self.node_id, epoch))
+            self._sent_image = action.image
 
     def zk_failed(self, action: Action, reason: str, now_ms: int, *, fenced: bool = False) -> None:
         """The action failed (ZooKeeper unreachable, a version check lost): retried with backoff.

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -28,6 +28,8 @@ from kraftwerk.controller.migration_driver import (
     WriteToZk,
     ZkMigrationLeadership,
 )
+from kraftwerk.controller.zk_controller import BrokerRequest
+from kraftwerk.image.model import Endpoint, MetadataImage
 from kraftwerk.migration.dual_write import ZnodeOp, delta_plan, full_plan, zookeeper_view
 from kraftwerk.migration.encode import encode_controller, encode_controller_epoch, encode_migration
 from kraftwerk.migration.errors import MigrationError, ZooKeeperError
@@ -43,6 +45,10 @@ from kraftwerk.migration.znodes import (
     parse_topic,
 )
 from kraftwerk.node.host import NodeHost
+from kraftwerk.protocol.api_keys import ApiKey
+from kraftwerk.protocol.error_codes import Errors
+from kraftwerk.runtime.client import ReconnectingClient
+from kraftwerk.runtime.errors import NetworkError
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +61,7 @@ RECORDS_PER_BATCH = 1000
 """Records per appended batch of the migration transaction."""
 POLL_INTERVAL_S = 0.1
 COMMIT_TIMEOUT_S = 30.0
+BROKER_REQUEST_ATTEMPTS = 10
 
 
 class ControllerEpochMovedError(MigrationError):
@@ -232,24 +239,85 @@ def _failed(results: Sequence[Any]) -> str | None:
     return type(first).__name__
 
 
-class MigrationRunner:
-    """Runs the driver's actions on a controller process (one at a time, on a worker thread)."""
+class ZkBrokerChannel:
+    """Sends the driver's requests to the ZooKeeper brokers (Kafka's controller channel manager):
+    one queue and sender per broker, so each gets its requests in order; a request is retried while
+    the broker stays registered with the same epoch."""
 
-    def __init__(self, driver: MigrationDriver, zk: ZkMigrationClient, host: NodeHost, raft: Any) -> None:
+    def __init__(self, image: Callable[[], MetadataImage], client_id: str) -> None:
+        self._image = image
+        self._client_id = client_id
+        self._queues: dict[int, asyncio.Queue[BrokerRequest]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._clients: dict[int, ReconnectingClient] = {}
+
+    def send(self, requests: Sequence[BrokerRequest]) -> None:
+        for r in requests:
+            queue = self._queues.get(r.broker_id)
+            if queue is None:
+                queue = self._queues[r.broker_id] = asyncio.Queue()
+                self._tasks.append(asyncio.ensure_future(self._sender(r.broker_id, queue)))
+            queue.put_nowait(r)
+
+    async def _sender(self, broker_id: int, queue: asyncio.Queue[BrokerRequest]) -> None:
+        while True:
+            r = await queue.get()
+            for attempt in range(BROKER_REQUEST_ATTEMPTS):
+                registration = self._image().cluster.brokers.get(broker_id)
+                if registration is None or registration.epoch != r.body.get("brokerEpoch"):
+                    break  # gone or re-registered: a newer request (a full one) follows
+                client = self._client(broker_id, registration.listeners)
+                try:
+                    response = await client.request(r.api_key, r.version, r.body, timeout_s=10)
+                except NetworkError as exc:
+                    log.debug("%s to ZooKeeper broker %d failed (attempt %d): %s", ApiKey(r.api_key).name,
+                              broker_id, attempt, exc)
+                    await asyncio.sleep(min(0.2 * (attempt + 1), 2.0))
+                    continue
+                if response.get("errorCode", 0):
+                    log.info("%s to ZooKeeper broker %d: %s", ApiKey(r.api_key).name, broker_id,
+                             Errors.for_code(response["errorCode"]).name)
+                break
+
+    def _client(self, broker_id: int, listeners: Sequence[Endpoint]) -> ReconnectingClient:
+        host, port = listeners[0].host, listeners[0].port
+        client = self._clients.get(broker_id)
+        if client is None or (client.host, client.port) != (host, port):
+            client = self._clients[broker_id] = ReconnectingClient(host, port, client_id=self._client_id)
+        return client
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for client in self._clients.values():
+            await client.close()
+
+
+class MigrationRunner:
+    """Runs the driver's actions on a controller process (one at a time, on a worker thread) and
+    sends its requests to the ZooKeeper brokers."""
+
+    def __init__(self, driver: MigrationDriver, zk: ZkMigrationClient, host: NodeHost, raft: Any,
+                 image: Callable[[], MetadataImage]) -> None:
         self.driver = driver
         self.zk = zk
         self.host = host
         self.raft = raft
+        self.brokers = ZkBrokerChannel(image, f"controller-{driver.node_id}")
 
     async def run(self) -> None:
         try:
             while True:
                 action = self.driver.poll(_now_ms())
+                if action is not None:
+                    await self._run(action)
+                if self.driver.broker_requests:
+                    self.brokers.send(self.driver.broker_requests)
+                    self.driver.broker_requests.clear()
                 if action is None:
                     await asyncio.sleep(POLL_INTERVAL_S)
-                    continue
-                await self._run(action)
         finally:
+            await self.brokers.close()
             await asyncio.to_thread(self.zk.close)
 
     async def _run(self, action: Action) -> None:
