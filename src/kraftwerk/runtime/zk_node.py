@@ -477,6 +477,7 @@ class ZkNode:
                 self.controller = None
             return
         self.controller = None
+        self.kraft_controller_id = None  # a rollback deleted the KRaft controller's /controller
         won = await asyncio.to_thread(self._claim_controller)
         if won is None:
             return
