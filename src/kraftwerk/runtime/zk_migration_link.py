@@ -71,6 +71,19 @@ class KRaftQuorumLink:
         else:
             lifecycle.handle_heartbeat_response(response, wall_clock_ms())
 
+    async def controlled_shutdown(self, timeout_s: float = 5.0) -> None:
+        """SIGTERM: a heartbeat with ``wantShutDown``, so the controller fences this registration now
+        and the next process (a KRaft broker with this id, or this broker again) registers at once
+        instead of waiting out the session."""
+        lifecycle = self.lifecycle
+        lifecycle.handle_controller_failure(wall_clock_ms())  # a call cut short by the cancelled loop
+        lifecycle.begin_controlled_shutdown(wall_clock_ms())
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while not lifecycle.is_shutdown_complete and asyncio.get_running_loop().time() < deadline:
+            for call in lifecycle.poll(wall_clock_ms()):
+                await self._send(call)
+            await asyncio.sleep(TICK_S)
+
     async def request(self, api_key: int, version: int, body: codec.Value) -> codec.Value:
         """One request to the active controller, trying each configured one in turn."""
         for _ in range(2 * len(self._clients)):

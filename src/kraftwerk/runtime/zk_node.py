@@ -342,6 +342,8 @@ class ZkNode:
         self.stopped.set()
         for task in list(self._tasks):
             task.cancel()
+        if self.kraft_link is not None:
+            await self.kraft_link.controlled_shutdown()
         for server in self.servers:
             await server.close()
         if self.data_plane is not None:
