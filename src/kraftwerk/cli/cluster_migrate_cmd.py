@@ -49,15 +49,17 @@ def _migrate(args: argparse.Namespace) -> int:
             print_json({"rolledBack": True, "phases": done})
         return 0
     phase: str | None = current_phase(cluster)
+    next_phase = phase
     while phase is not None:
         started = time.monotonic()
         run_phase(cluster, phase, args.timeout)
         report(phase, PHASE_TEXT[phase], started)
+        following = PHASES.index(phase) + 1
+        next_phase = PHASES[following] if following < len(PHASES) else None
         if phase == args.until:
             break
-        following = PHASES.index(phase) + 1
-        phase = PHASES[following] if following < len(PHASES) else None
-    remaining = current_phase(cluster)
+        phase = next_phase
+    remaining = next_phase if args.until is not None and phase == args.until else current_phase(cluster)
     if args.output == "json":
         print_json({"phases": done, "nextPhase": remaining, "finalized": remaining is None})
     elif remaining is None:
