@@ -101,11 +101,20 @@ def consume(bootstrap: str) -> list[bytes]:
 
 
 def test_rollback_from_dual_write_keeps_what_kraft_changed_in_zookeeper(cluster: LocalCluster) -> None:
+    code, _, err = cli("cluster", "migrate", "--dir", str(cluster.root), "--until", "controllers")
+    assert code == 0, err
+
+    def unready() -> str:
+        code, out, _ = cli("cluster", "status", "--dir", str(cluster.root), "--output", "json")
+        return str((json.loads(out)["migration"] or {}).get("unreadyBrokers", "")) if code == 0 else ""
+
+    flagless = "has not enabled zookeeper.metadata.migration.enable"
+    assert wait_for("the brokers named", unready) == "; ".join(f"{b}: {flagless}" for b in (1, 2, 3))
     code, out, err = cli("cluster", "migrate", "--dir", str(cluster.root), "--until", "dual-write",
                          "--output", "json")
     assert code == 0, err
     report = json.loads(out)
-    assert [p["phase"] for p in report["phases"]] == ["controllers", "brokers-migrating", "dual-write"]
+    assert [p["phase"] for p in report["phases"]] == ["brokers-migrating", "dual-write"]  # resumed
     assert report["nextPhase"] == "brokers-kraft" and not report["finalized"]
     migrated = LocalCluster.load(cluster.root)
     create_topic(migrated, "made-in-dual-write")  # forwarded by a ZK broker to the KRaft controller

@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from kraftwerk.controller.migration_driver import (
+    MIGRATION_ENABLE_CONFIG,
     Action,
     ClaimZkController,
     MigrateMetadata,
@@ -29,16 +30,18 @@ from kraftwerk.controller.migration_driver import (
     ZkMigrationLeadership,
 )
 from kraftwerk.controller.zk_controller import BrokerRequest
+from kraftwerk.errors import KraftwerkError
 from kraftwerk.image.model import Endpoint, MetadataImage
 from kraftwerk.migration.dual_write import ZnodeOp, delta_plan, full_plan, zookeeper_view
 from kraftwerk.migration.encode import encode_controller, encode_controller_epoch, encode_migration
-from kraftwerk.migration.errors import MigrationError, ZooKeeperError
-from kraftwerk.migration.reader import connect, read_tree
+from kraftwerk.migration.errors import MigrationError, ZnodeError, ZooKeeperError
+from kraftwerk.migration.reader import connect, read_tree, znode_stat
 from kraftwerk.migration.state import parse_cluster
 from kraftwerk.migration.translate import translate
 from kraftwerk.migration.tree import ZnodeStat
 from kraftwerk.migration.znodes import (
     MigrationZnode,
+    parse_broker,
     parse_controller,
     parse_controller_epoch,
     parse_migration,
@@ -49,6 +52,7 @@ from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.runtime.client import ReconnectingClient
 from kraftwerk.runtime.errors import NetworkError
+from kraftwerk.versions.metadata_version import parse_version_string
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +134,29 @@ class ZkMigrationClient:
                 for replicas in parse_topic(path, data).partitions.values():
                     ids.update(replicas)
         return frozenset(ids)
+
+    def unready_reasons(self, broker_ids: frozenset[int]) -> dict[int, str]:
+        """Why a ZooKeeper broker cannot take part in the migration, from its ``/brokers/ids``
+        registration (v6's ``kraftMigration``): not running, no migration flag, an IBP before 3.4."""
+        c = self.client()
+        out = {}
+        for broker_id in broker_ids:
+            path = f"/brokers/ids/{broker_id}"
+            if c.exists(path) is None:
+                out[broker_id] = "not registered in /brokers/ids (is it running?)"
+                continue
+            data, stat = c.get(path)
+            try:
+                migration = parse_broker(path, data, znode_stat(stat)).migration
+            except ZnodeError as exc:
+                out[broker_id] = str(exc)
+                continue
+            if migration is None or not migration.is_ready:
+                out[broker_id] = f"has not enabled {MIGRATION_ENABLE_CONFIG}"
+            elif migration.ibp is not None and not _migration_ibp(migration.ibp):
+                out[broker_id] = (f"inter.broker.protocol.version {migration.ibp} does not support the "
+                                  "migration (3.4 or newer needed)")
+        return out
 
     def claim(self, leadership: ZkMigrationLeadership) -> ZkMigrationLeadership | None:
         """Kafka's ``tryRegisterKRaftControllerAsActiveController``: bump ``/controller_epoch`` and make
@@ -326,7 +353,8 @@ class MigrationRunner:
             if isinstance(action, RecoverMigrationState):
                 driver.recovered(await asyncio.to_thread(self.zk.recover))
             elif isinstance(action, ReadZkBrokers):
-                driver.zk_brokers(await asyncio.to_thread(self.zk.broker_ids))
+                ids = await asyncio.to_thread(self.zk.broker_ids)
+                driver.zk_brokers(ids, await asyncio.to_thread(self.zk.unready_reasons, ids))
             elif isinstance(action, ClaimZkController):
                 driver.claimed(await asyncio.to_thread(self.zk.claim, action.leadership))
             elif isinstance(action, MigrateMetadata):
@@ -360,6 +388,13 @@ class MigrationRunner:
         if offset is None or not await self.raft.wait_committed(offset, COMMIT_TIMEOUT_S):
             raise ZooKeeperError("the migration records did not commit (leadership moved)")
         self.driver.migrated(offset, epoch)
+
+
+def _migration_ibp(text: str) -> bool:
+    try:
+        return parse_version_string(text).is_migration_supported()
+    except KraftwerkError:
+        return False
 
 
 def _now_ms() -> int:
