@@ -153,8 +153,8 @@ def test_describe_configs_sources() -> None:
 def test_api_versions_and_forward() -> None:
     _log, _ctl, b = running_cluster(MV.IBP_4_0_IV3)
     resp = ask(b, 18, 4, {})
-    assert {k["apiKey"] for k in resp["apiKeys"]} == {0, 1, 2, 3, 18, 19, 20, 22, 23, 32, 33, 37, 44, 50, 51,
-                                                      57, 60, 75}
+    assert {k["apiKey"] for k in resp["apiKeys"]} == {0, 1, 2, 3, 18, 19, 20, 22, 23, 29, 30, 31, 32, 33, 37,
+                                                      44, 50, 51, 57, 60, 75}
     assert {f["name"]: f["maxVersionLevel"] for f in resp["finalizedFeatures"]} == {"metadata.version": 25}
     body = {"timeoutMs": 1, "featureUpdates": [], "validateOnly": True}
     reply = b.handle_request(57, 1, body, 0)

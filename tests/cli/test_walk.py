@@ -197,6 +197,10 @@ KINDS: dict[Any, Kind] = {
     kinds.config_pairs: Kind(const("retention.ms=1000"), (const("noequals"), const("bad key!=1"))),
     kinds.config_keys: Kind(const("retention.ms"), (const(","), const("bad key!"))),
     kinds.replica_assignment: Kind(const("1:2,2:3"), (const("a:b"), const("1:1"), const("1:2,3"))),
+    kinds.acl_principal: Kind(const("User:alice"), (const("alice"), const("User:"))),
+    kinds.acl_operation: Kind(const("Read"), (const("Fly"), const("Any"))),
+    kinds.acl_resource_name: Kind(const("orders"), (const(" "),)),
+    kinds.resource_pattern_type: Kind(const("literal"), (const("unknown"), const("regex"))),
 }
 
 WRONG_CHOICE = const("no-such-choice")

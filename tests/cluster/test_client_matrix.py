@@ -136,13 +136,17 @@ DROPPED_ON_4X = {(0, 0), (0, 1), (0, 2)}
 def _kafka_python_requests() -> dict[int, Callable[[int], Any]]:
     """kafka-python's request classes for the broker's APIs, built at any version. They run in
     (api key, version) order: CreateTopics creates ``matrix-<v>``, DeleteTopics deletes it again,
-    and the config and partition calls work on ``matrix-7``."""
+    the config and partition calls work on ``matrix-7``, CreateAcls creates an ACL that DeleteAcls
+    then removes."""
     from kafka.protocol.admin import (
         AlterConfigsRequest,
         AlterUserScramCredentialsRequest,
+        CreateAclsRequest,
         CreatePartitionsRequest,
         CreateTopicsRequest,
+        DeleteAclsRequest,
         DeleteTopicsRequest,
+        DescribeAclsRequest,
         DescribeClusterRequest,
         DescribeConfigsRequest,
         DescribeTopicPartitionsRequest,
@@ -179,6 +183,18 @@ def _kafka_python_requests() -> dict[int, Callable[[int], Any]]:
                                                      allow_downgrade=False, upgrade_type=1)
         return UpdateFeaturesRequest(version=v, timeout_ms=10000, feature_updates=[key], validate_only=True)
 
+    acl_filter = {"resource_type_filter": 2, "resource_name_filter": "matrix-acl", "pattern_type_filter": 3,
+                  "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}
+
+    def create_acl(v: int) -> Any:  # the same ACL each time: created once, then successes that write nothing
+        creation = CreateAclsRequest.AclCreation(resource_type=2, resource_name="matrix-acl",
+                                                 resource_pattern_type=3, principal="User:matrix", host="*",
+                                                 operation=3, permission_type=3)
+        return CreateAclsRequest(version=v, creations=[creation])
+
+    def delete_acl(v: int) -> Any:  # found once, then nothing left to match
+        return DeleteAclsRequest(version=v, filters=[DeleteAclsRequest.DeleteAclsFilter(**acl_filter)])
+
     return {
         0: lambda v: ProduceRequest(version=v, transactional_id=None, acks=1, timeout_ms=10000,
                                     topic_data=[]),
@@ -202,6 +218,9 @@ def _kafka_python_requests() -> dict[int, Callable[[int], Any]]:
         50: lambda v: DescribeUserScramCredentialsRequest(version=v, users=None),
         # nothing to delete or upsert: answered, changes nothing
         51: lambda v: AlterUserScramCredentialsRequest(version=v, deletions=[], upsertions=[]),
+        29: lambda v: DescribeAclsRequest(version=v, **acl_filter),
+        30: create_acl,
+        31: delete_acl,
         57: update_features,
         60: lambda v: DescribeClusterRequest(version=v),
         75: lambda v: DescribeTopicPartitionsRequest(

@@ -11,6 +11,7 @@ broker finish its controlled shutdown through its heartbeat.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -24,7 +25,13 @@ from kraftwerk.image.model import BrokerRegistration
 from kraftwerk.image.source import load_log_dir
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.runtime.admin_client import AdminClient
-from kraftwerk.runtime.local_cluster import CONTROLLER_LISTENER, LocalCluster, LocalNode, free_ports
+from kraftwerk.runtime.local_cluster import (
+    CONTROLLER_LISTENER,
+    LocalCluster,
+    LocalNode,
+    free_ports,
+    node_features,
+)
 from kraftwerk.storage.format import format_node, random_cluster_id
 from kraftwerk.storage.metadata_log import iter_metadata_batches
 from kraftwerk.storage.segment import list_segments
@@ -105,6 +112,61 @@ def test_disabling_a_feature_that_does_not_exist_is_refused_and_writes_nothing(c
                for batch in iter_metadata_batches(seg.log_path) for r in batch.records
                if r.spec.name == "FeatureLevelRecord"]
     assert written and "bogus.feature" not in written
+
+
+def _active_controller_levels(cluster: LocalCluster) -> dict[str, int]:
+    """``features describe`` against the active controller alone (DescribeCluster names it)."""
+    with AdminClient(cluster.bootstrap_controllers, controllers=True) as admin:
+        described = admin.describe_cluster()
+    [active] = [n for n in described.nodes if n.node_id == described.controller_id]
+    code, out, err = cli("features", "--bootstrap-controller", f"{active.host}:{active.port}",
+                         "describe", "--output", "json")
+    assert code == 0, err
+    return {f["feature"]: f["finalized_level"] for f in json.loads(out)}
+
+
+def test_features_upgrade_returns_once_the_active_controller_shows_the_level(cluster: LocalCluster) -> None:
+    """Read-your-writes: right after ``features upgrade`` returns, the active controller reports
+    the new level (it answers once its own replay has the record, not when a majority has it)."""
+    for level in (1, 0, 1, 0):
+        op = "upgrade" if level else "downgrade"
+        code, out, err = cli("features", "--bootstrap-server", cluster.bootstrap_servers, op,
+                             "--feature", f"group.version={level}")
+        assert code == 0, err
+        assert _active_controller_levels(cluster).get("group.version", 0) == level, out
+
+
+def test_wait_converged_returns_once_every_broker_reports_the_level(cluster: LocalCluster) -> None:
+    code, out, err = cli("features", "--bootstrap-server", cluster.bootstrap_servers, "upgrade",
+                         "--feature", "group.version=1", "--wait-converged", "--output", "json")
+    assert code == 0, err
+    [result] = json.loads(out)
+    convergence = result["convergence"]
+    assert convergence["ok"] and convergence["laggards"] == {}
+    assert convergence["converged"] == [b.node_id for b in cluster.brokers]
+    for broker in cluster.brokers:  # no wait here: the command already waited
+        features = node_features(broker)
+        assert features is not None and features.finalized.get("group.version") == 1
+
+
+def test_wait_converged_names_a_stalled_broker_and_fails(cluster: LocalCluster, tmp_path: Path) -> None:
+    stalled = cluster.brokers[-1]
+    assert stalled.pid is not None
+    config = tmp_path / "admin.properties"
+    config.write_text("request.timeout.ms=1000\n")
+    os.kill(stalled.pid, signal.SIGSTOP)  # registered and unfenced, but answers nothing
+    try:
+        code, out, err = cli("features", "--bootstrap-server", cluster.brokers[0].address,
+                             "--command-config", str(config), "downgrade", "--feature", "group.version=0",
+                             "--wait-converged=1")
+    finally:
+        os.kill(stalled.pid, signal.SIGCONT)
+    assert code == 1 and out == "group.version was downgraded to 0.\n"
+    assert err.startswith(f"1 of {len(cluster.brokers)} node(s) did not report group.version=0 within "), err
+    assert f"node {stalled.node_id}: unreachable" in err and err.count("\n") == 1
+    code, _, err = cli("features", "--bootstrap-server", cluster.bootstrap_servers, "upgrade",
+                       "--feature", "group.version=1", "--wait-converged=1", "--dry-run")
+    assert (code, err) == (1, "--wait-converged cannot be used with --dry-run: nothing is committed.\n")
 
 
 def test_a_second_process_with_a_live_brokers_node_id_is_refused(cluster: LocalCluster) -> None:

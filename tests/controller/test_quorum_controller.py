@@ -508,6 +508,25 @@ def test_unsafe_downgrade_lossy_snapshot_and_loss_text() -> None:
     assert old.image == ctl.image  # type: ignore[attr-defined]
 
 
+def test_no_self_registration_behind_an_uncommitted_unsafe_downgrade() -> None:
+    """Found by the lifecycle simulator (seeds 1131, 1206 at 1+1): a controller that registered
+    itself from the committed level while its own downgrade to 3.6-IV2 was still in flight put a
+    RegisterControllerRecord after it, and no later snapshot at 3.6-IV2 could be written."""
+    log, ctl = started(MV.IBP_4_3_IV0)  # not registered yet: the first tick would register it
+    body = {"timeoutMs": 1000, "validateOnly": False,
+            "featureUpdates": [{"feature": "metadata.version", "maxVersionLevel": 14, "upgradeType": 3}]}
+    reply = ctl.handle_request(57, 1, roundtrip(57, 1, body, Kind.REQUEST), 1, next_offset=log.end)  # type: ignore[attr-defined]
+    assert isinstance(reply, AppendThenRespond)
+    assert ctl.latest_metadata_version is MV.IBP_3_6_IV2  # type: ignore[attr-defined]
+    assert ctl.metadata_version is MV.IBP_4_3_IV0  # type: ignore[attr-defined]
+    assert not [r for r in ctl.tick(2) if r.spec.name == "RegisterControllerRecord"]  # type: ignore[attr-defined]
+    log.append(reply.records)
+    assert not [r for r in ctl.tick(3) if r.spec.name == "RegisterControllerRecord"]  # type: ignore[attr-defined]
+    log.append(ctl.tick(4))  # type: ignore[attr-defined]
+    snapshot = log.latest_snapshot()
+    assert snapshot is not None and snapshot.render().metadata_version is MV.IBP_3_6_IV2
+
+
 def test_safe_downgrade_and_upgrade_write_version_change_snapshots() -> None:
     log, ctl = started(MV.IBP_4_2_IV1)
     resp = update(log, ctl, 2, ("metadata.version", 23, 2))

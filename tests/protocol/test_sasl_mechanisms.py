@@ -109,3 +109,22 @@ def test_garbage_tokens_end_in_the_typed_error(tokens: list[bytes]) -> None:
                 server.step(token)
         except SaslAuthenticationError:
             pass
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_scram_client_against_the_server(mechanism: str) -> None:
+    from kraftwerk.protocol.sasl_mechanisms import ScramClient as KraftwerkScramClient
+
+    stored = scram_credential(mechanism, "pencil", iterations=4096)
+    server = ScramServer(mechanism, lambda user: stored if user == "u,=x" else None)
+    client = KraftwerkScramClient(mechanism, "u,=x", "pencil")
+    first = server.step(client.first())
+    done = server.step(client.final(first.token))
+    assert done.user == "u,=x"
+    client.verify(done.token)
+    with pytest.raises(SaslAuthenticationError, match="server signature"):
+        client.verify(b"v=" + base64.b64encode(b"forged"))
+    wrong = KraftwerkScramClient(mechanism, "u,=x", "eraser")
+    server = ScramServer(mechanism, lambda user: stored)
+    with pytest.raises(SaslAuthenticationError, match="invalid credentials"):
+        server.step(wrong.final(server.step(wrong.first()).token))

@@ -101,8 +101,11 @@ SASL = {"listeners": "PLAINTEXT://:9092,SASL_PLAINTEXT://:9093", "inter.broker.l
      "Invalid value 2.1 for configuration kraftwerk.software.version: Unknown software release"),
     (BROKER, {"node.id": "1"}, "If process.roles contains just the 'broker' role, the node id 1 must not"),
     (BROKER, {"listeners": "PLAINTEXT://127.0.0.1:nine"}, "Unable to parse PLAINTEXT://127.0.0.1:nine"),
-    (BROKER, {"listeners": "SSL://127.0.0.1:9092"}, "inter-node listeners (controller.listener.names, "
-                                                    "inter.broker.listener.name) are PLAINTEXT only"),
+    (BROKER, {"listeners": "SASL_PLAINTEXT://127.0.0.1:9092", "sasl.enabled.mechanisms": "PLAIN",
+              "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                                  'user_a="b";'},
+     "Listener SASL_PLAINTEXT (sasl.mechanism.inter.broker.protocol): sasl.mechanism=GSSAPI is not "
+     "supported"),
     (BROKER, {"listeners": "PLAINTEXT://:9092,SSL://:9093", "inter.broker.listener.name": "PLAINTEXT"},
      "Listener SSL: kraftwerk reads PEM key stores only; set ssl.keystore.type=PEM"),
     (BROKER, {"listeners": "PLAINTEXT://:9092,SSL://:9093", "inter.broker.listener.name": "PLAINTEXT",

@@ -26,6 +26,7 @@ from kraftwerk.backoff import ExponentialBackoff
 from kraftwerk.broker.admin import alter_broker_loggers, describe_topic_partitions_body, logger_levels
 from kraftwerk.config import ConfigResourceType, broker_rule_violations, static_configs_to_report
 from kraftwerk.controller import features as fc
+from kraftwerk.controller.acl_control import describe_acls
 from kraftwerk.controller.common import (
     api_versions_body,
     declared_api_ranges,
@@ -535,6 +536,9 @@ class BrokerNode:
     def describe_user_scram_credentials(self, request: Request) -> Respond:
         return Respond(describe_scram(self.image, request.body))
 
+    def describe_acls(self, request: Request) -> Respond:
+        return Respond(describe_acls(self.image, request.body))
+
     def api_versions(self, request: Request) -> Respond:
         levels, epoch = finalized_levels(self.image, self.kraft_version), self.image.features_epoch
         return Respond(api_versions_body(request.version, self._api_ranges, self.software, levels, epoch))
@@ -678,6 +682,9 @@ ROUTES: Mapping[int, Callable[[BrokerNode, Request], Respond | Forward]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: BrokerNode.alter_configs,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: BrokerNode.forward,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: BrokerNode.describe_user_scram_credentials,
+    ApiKey.CREATE_ACLS: BrokerNode.forward,
+    ApiKey.DELETE_ACLS: BrokerNode.forward,
+    ApiKey.DESCRIBE_ACLS: BrokerNode.describe_acls,
 }
 """Api key → handler: adding a broker RPC is one handler method and one line here."""
 

@@ -410,3 +410,38 @@ def replica_assignment(text: str) -> list[list[int]]:
             raise argparse.ArgumentTypeError(f"Partition {index} has different replication factor: "
                                              f"{replicas}")
     return partitions
+
+
+def acl_principal(text: str) -> str:
+    """``--allow-principal User:alice``: Kafka's ``SecurityUtils.parseKafkaPrincipal``."""
+    kind, colon, name = text.strip().partition(":")
+    if not colon or not kind or not name:
+        raise argparse.ArgumentTypeError("expected a string in format principalType:principalName but got "
+                                         + text)
+    return f"{kind}:{name}"
+
+
+def acl_operation(text: str) -> str:
+    """``--operation Read`` (Kafka's names, e.g. DescribeConfigs; UPPER_SNAKE also accepted) as
+    the AclOperation's name."""
+    from kraftwerk.image.model import AclOperation
+
+    name = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", text.strip()).upper().replace("-", "_")
+    if name not in AclOperation.__members__ or name in ("UNKNOWN", "ANY"):
+        raise argparse.ArgumentTypeError(f"Invalid operation: {text}")
+    return name
+
+
+def acl_resource_name(text: str) -> str:
+    """``--topic``/``--group``/``--transactional-id`` of an ACL: a name or ``*``, never empty."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("A resource name can not be empty.")
+    return text.strip()
+
+
+def resource_pattern_type(text: str) -> str:
+    """``--resource-pattern-type``: literal, prefixed, any or match (Kafka's PatternTypeConverter)."""
+    name = text.strip().upper()
+    if name not in ("LITERAL", "PREFIXED", "ANY", "MATCH"):
+        raise argparse.ArgumentTypeError(f"Unknown resource-pattern-type: {text}")
+    return name

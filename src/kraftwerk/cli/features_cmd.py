@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +23,12 @@ from kraftwerk.cli.args import (
     feature_name,
     input_file,
     non_negative_int,
+    positive_float,
     release_version,
 )
-from kraftwerk.cli.output import add_output_flag, print_json
+from kraftwerk.cli.output import add_output_flag, print_json, status
 from kraftwerk.cli.storage_cmd import print_feature_dependencies, print_version_mapping
+from kraftwerk.config.errors import ConfigError
 from kraftwerk.config.properties import properties_values
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.protocol.error_codes import Errors
@@ -38,6 +41,8 @@ from kraftwerk.runtime.admin_client import (
     UpdateResult,
     UpgradeType,
 )
+from kraftwerk.runtime.client_security import PLAINTEXT, ClientSecurity, client_security
+from kraftwerk.runtime.feature_convergence import Convergence, wait_converged
 from kraftwerk.versions import metadata_version as mvs
 from kraftwerk.versions.errors import VersionError
 from kraftwerk.versions.features import PRODUCTION_FEATURES
@@ -58,7 +63,11 @@ class _UpdateFailed(KraftwerkError):
 #: Admin client configs we act on; anything else in --command-config is reported and ignored.
 _SUPPORTED_CONFIGS = frozenset({"bootstrap.servers", "bootstrap.controllers", "client.id",
                                 "request.timeout.ms", "default.api.timeout.ms", "retry.backoff.ms",
-                                "security.protocol"})
+                                "security.protocol", "sasl.mechanism", "sasl.jaas.config",
+                                "ssl.truststore.location", "ssl.truststore.type",
+                                "ssl.truststore.certificates", "ssl.keystore.location", "ssl.keystore.type",
+                                "ssl.key.password", "ssl.keystore.password",
+                                "ssl.endpoint.identification.algorithm"})
 
 
 def register(groups: Any) -> None:
@@ -92,6 +101,11 @@ def register(groups: Any) -> None:
         sub.add_argument("--skip-config-audit", action="store_true",
                          help="kraftwerk (KIP-1294): change metadata.version even if the controller's "
                               "config audit finds violations or brokers with unknown static configs.")
+        sub.add_argument("--wait-converged", nargs="?", const=DEFAULT_CONVERGE_S, type=positive_float,
+                         metavar="SECONDS",
+                         help="kraftwerk: after the commit, wait until every unfenced node (brokers, or "
+                              "controllers with --bootstrap-controller) reports the new levels; fail "
+                              f"naming the laggards after SECONDS (default {DEFAULT_CONVERGE_S:g}).")
         add_connection_flags(sub, argparse.SUPPRESS)
         add_output_flag(sub)
         sub.set_defaults(func=_update, op=op)
@@ -150,6 +164,7 @@ class ClientSettings:
     request_timeout_s: float = 30.0
     api_timeout_s: float = 60.0
     retry_backoff_s: float = 0.1
+    security: ClientSecurity = PLAINTEXT
 
 
 def client_settings(args: argparse.Namespace) -> ClientSettings:
@@ -168,10 +183,10 @@ def client_settings(args: argparse.Namespace) -> ClientSettings:
         else:
             raise FeatureCommandError("Command line error: one of the arguments --bootstrap-server "
                                       "--bootstrap-controller is required. Type --help for help.")
-    protocol = props.get("security.protocol", "PLAINTEXT").upper()
-    if protocol != "PLAINTEXT":
-        raise FeatureCommandError(f"security.protocol={protocol} is not supported by kraftwerk's admin "
-                                  "client (only PLAINTEXT).")
+    try:
+        security = client_security(props)
+    except ConfigError as exc:
+        raise FeatureCommandError(str(exc)) from None
 
     def seconds(key: str, default: float) -> float:
         if key not in props:
@@ -189,6 +204,7 @@ def client_settings(args: argparse.Namespace) -> ClientSettings:
         request_timeout_s=seconds("request.timeout.ms", 30.0),
         api_timeout_s=seconds("default.api.timeout.ms", 60.0),
         retry_backoff_s=seconds("retry.backoff.ms", 0.1),
+        security=security,
     )
 
 
@@ -211,7 +227,7 @@ def _load_command_config(path: str | None) -> dict[str, str]:
 def open_client(settings: ClientSettings) -> AdminClient:
     return AdminClient(settings.bootstrap, controllers=settings.controllers, client_id=settings.client_id,
                        request_timeout_s=settings.request_timeout_s, api_timeout_s=settings.api_timeout_s,
-                       retry_backoff_s=settings.retry_backoff_s)
+                       retry_backoff_s=settings.retry_backoff_s, security=settings.security)
 
 
 # ---------------------------------------------------------------------- describe
@@ -437,6 +453,10 @@ def _update(args: argparse.Namespace) -> int:
     updates = plan_updates(args)
     settings = client_settings(args)
     dry_run: bool = args.dry_run
+    wait_s: float | None = getattr(args, "wait_converged", None)
+    if wait_s is not None and dry_run:
+        raise FeatureCommandError("--wait-converged cannot be used with --dry-run: nothing is committed.")
+    convergence: Convergence | None = None
     with open_client(settings) as client:
         try:
             results = client.update_features(updates, validate_only=dry_run,
@@ -445,17 +465,23 @@ def _update(args: argparse.Namespace) -> int:
             mismatch = isinstance(exc, MismatchedEndpointTypeError)
             error = Errors.MISMATCHED_ENDPOINT_TYPE if mismatch else _TIMEOUT
             results = {name: UpdateResult(error, str(exc)) for name in updates}
-    lines, failures = result_lines(args.op, updates, results, dry_run)
+        lines, failures = result_lines(args.op, updates, results, dry_run)
+        if wait_s is not None and not failures:
+            convergence = _converge(client, {n: u.max_version_level for n, u in updates.items()}, wait_s)
     if args.output == "json":
         print_json([{"feature": name, "level": updates[name].max_version_level,
                      "upgrade_type": updates[name].upgrade_type.name, "dry_run": dry_run,
                      "error": None if results[name].ok else results[name].error.name,
                      "message": results[name].message if results[name].ok else results[name].describe(),
                      "config_audit": results[name].config_audit}
+                    | ({} if convergence is None else {"convergence": convergence.as_json()})
                     for name in sorted(results)])
     else:
         for line in lines:
             print(line)
+        if convergence is not None and convergence.ok:
+            print(f"All {len(convergence.converged)} node(s) report the new level(s) "
+                  f"after {convergence.seconds:.2f} s.")
         # the audit's lines only when it found something: a clean dry run keeps Kafka's transcript
         audit = next((r.config_audit for r in results.values() if r.config_audit), None)
         if dry_run and audit is not None and (audit["violations"] or audit["unknownBrokers"]):
@@ -463,10 +489,25 @@ def _update(args: argparse.Namespace) -> int:
                 print(line)
     if failures:
         raise _UpdateFailed(f"{failures} out of {len(updates)} operation(s) failed.")
+    if convergence is not None and not convergence.ok:
+        raise FeatureCommandError(convergence.error_line())
     return 0
 
 
 _TIMEOUT = Errors.REQUEST_TIMED_OUT
+DEFAULT_CONVERGE_S = 60.0
+
+
+def _converge(client: AdminClient, levels: dict[str, int], timeout_s: float) -> Convergence:
+    wanted = ", ".join(f"{k}={v}" for k, v in sorted(levels.items()))
+    with status(f"Waiting for every node to report {wanted}", sys.stderr.isatty()) as show:
+        def progress(done: int, total: int, waited: float) -> None:
+            show(f"Waiting for every node to report {wanted}: {done}/{total} converged ({waited:.1f} s)")
+
+        try:
+            return wait_converged(client, levels, timeout_s, progress=progress)
+        except AdminClientError as exc:
+            raise FeatureCommandError(f"Could not list the nodes to wait for: {exc}") from None
 
 
 def audit_lines(audit: Mapping[str, Any]) -> list[str]:

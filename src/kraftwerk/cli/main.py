@@ -28,6 +28,7 @@ GROUP_MODULES = (
     "kraftwerk.cli.topics_cmd",
     "kraftwerk.cli.configs_cmd",
     "kraftwerk.cli.scram_cmd",
+    "kraftwerk.cli.acls_cmd",
     "kraftwerk.cli.dump_log_cmd",
     "kraftwerk.cli.metadata_cmd",
     "kraftwerk.cli.sim_cmd",

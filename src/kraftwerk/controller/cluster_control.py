@@ -46,6 +46,8 @@ class ClusterControlManager:
         against each other; the image alone is the committed state."""
         self._fencing: set[int] = set()
         self._self_registration_sent_offset = -2
+        self._own_ranges_for: object = None
+        self._own_ranges_cache: dict[str, SupportedRange] = {}
         self.reported_static_configs: dict[int, tuple[tuple[str, str | None], ...]] = {}
         """Broker id → the StaticConfigs of its last registration (KIP-1294), kept in memory while
         the metadata.version is too low to persist them; written at the upgrade that allows it."""
@@ -106,7 +108,7 @@ class ClusterControlManager:
         return out
 
     def _mv(self) -> MetadataVersion:
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         assert mv is not None
         return mv
 
@@ -115,7 +117,7 @@ class ClusterControlManager:
         return broker is not None and not broker.fenced
 
     def _self_registration(self) -> list[MetadataRecord]:
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         if mv is None or not mv.is_controller_registration_supported():
             return []
         current = self._c.image.cluster.controllers.get(self._c.node_id)
@@ -169,7 +171,7 @@ class ClusterControlManager:
 
     def register_broker(self, request: Request) -> AppendThenRespond:
         body, now_ms = cast(BrokerRegistrationRequest, request.body), request.now_ms
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         assert mv is not None
         broker_id = body["brokerId"]
         if body.get("clusterId") != self._c.cluster_id:
@@ -288,7 +290,7 @@ class ClusterControlManager:
 
     def register_controller(self, request: Request) -> AppendThenRespond:
         body = request.body
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         if mv is None or not mv.is_controller_registration_supported():
             raise ApiError(
                 Errors.UNSUPPORTED_VERSION,
@@ -306,7 +308,7 @@ class ClusterControlManager:
         )
 
     def _controller_record(self, body: Mapping[str, Any]) -> MetadataRecord:
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         assert mv is not None
         return rec(
             "RegisterControllerRecord",
@@ -338,17 +340,25 @@ class ClusterControlManager:
 
     def needs_controller_registration(self) -> bool:
         """Whether a standby should send :meth:`controller_registration_body` to the active one."""
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         if self._c.is_active or mv is None or not mv.is_controller_registration_supported():
             return False
         current = self._c.image.cluster.controllers.get(self._c.node_id)
         if current is None or current.incarnation_id != self._c.incarnation_id:
             return True
         # New software (a rolling upgrade) changes the supported ranges: register them again.
-        wanted = self.controller_registration_body()
-        features = {f["name"]: _srange(f) for f in wanted["features"]}
-        return (dict(current.supported_features) != features
-                or current.zk_migration_ready != wanted["zkMigrationReady"])
+        return (dict(current.supported_features) != self._own_ranges()
+                or current.zk_migration_ready != (self._c.migration is not None))
+
+    def _own_ranges(self) -> dict[str, SupportedRange]:
+        """This controller's supported ranges as a registration records them; asked at every timer
+        tick of a standby, so computed once per software (the simulator's hottest controller path)."""
+        software = self._c.software
+        if self._own_ranges_for is not software:
+            wanted = self.controller_registration_body()["features"]
+            self._own_ranges_cache = {f["name"]: _srange(f) for f in wanted}
+            self._own_ranges_for = software
+        return self._own_ranges_cache
 
     def unregister_broker(self, request: Request) -> AppendThenRespond:
         body = cast(UnregisterBrokerRequest, request.body)
@@ -436,7 +446,7 @@ class ClusterControlManager:
         )
 
     def _fence_record(self, broker: BrokerRegistration, *, in_controlled_shutdown: bool) -> MetadataRecord:
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         assert mv is not None
         if mv.is_broker_registration_change_record_supported():
             value: dict[str, Any] = {"brokerId": broker.id, "brokerEpoch": broker.epoch, "fenced": 1}
@@ -446,7 +456,7 @@ class ClusterControlManager:
         return rec("FenceBrokerRecord", 0, {"id": broker.id, "epoch": broker.epoch})
 
     def _unfence_record(self, broker: BrokerRegistration) -> MetadataRecord:
-        mv = self._c.image.metadata_version
+        mv = self._c.latest_metadata_version
         assert mv is not None
         if mv.is_broker_registration_change_record_supported():
             return rec(

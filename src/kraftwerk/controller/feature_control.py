@@ -59,6 +59,11 @@ class FeatureControlManager:
                 record.value["featureLevel"]:
             del self.inflight_levels[record.value["name"]]
 
+    def latest_metadata_version(self) -> MetadataVersion | None:
+        """The metadata.version this controller appended and has not replayed yet, if any."""
+        level = self.inflight_levels.get(FEATURE_NAME)
+        return None if level is None else MetadataVersion.from_feature_level(level)
+
     def registration_error(
         self, ranges: Mapping[str, VersionRange], mv: MetadataVersion
     ) -> ApiError | None:

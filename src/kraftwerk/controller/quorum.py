@@ -24,6 +24,7 @@ from operator import attrgetter
 from typing import Any
 
 from kraftwerk.config import BrokerConfigLayers, ConfigResourceType
+from kraftwerk.controller.acl_control import AclControlManager
 from kraftwerk.controller.activation import (
     ACTIVATION_SOURCE_DEFAULT,
     activation_records_for_empty_log,
@@ -158,6 +159,7 @@ class QuorumController:
         self.partitions = PartitionControlManager(self)
         self.configs = ConfigurationControlManager(self)
         self.scram = ScramControlManager(self)
+        self.acls = AclControlManager(self)
         enabled = self.static_configs.get(MIGRATION_ENABLE_CONFIG, "false").strip().lower() == "true"
         max_lag_ms = int(self.static_configs.get(MIGRATION_MAX_LAG_CONFIG, "30000"))
         self.migration = MigrationDriver(node_id, max_lag_ms=max_lag_ms) if enabled else None
@@ -181,6 +183,14 @@ class QuorumController:
     @property
     def metadata_version(self) -> MetadataVersion | None:
         return self.image.metadata_version
+
+    @property
+    def latest_metadata_version(self) -> MetadataVersion | None:
+        """The level this controller's next records are written at: a metadata.version it appended
+        but has not committed yet wins over the image's, as in Kafka, whose controller applies its
+        own records at once. Without it a registration appended after an unsafe downgrade would
+        carry data the new level cannot hold."""
+        return self.features.latest_metadata_version() or self.image.metadata_version
 
     def finalized_features(self) -> tuple[dict[str, int], int]:
         """(levels as ApiVersions reports them, FinalizedFeaturesEpoch)."""
@@ -425,6 +435,7 @@ _topics: Callable[[QuorumController], ReplicationControlManager] = attrgetter("t
 _partitions: Callable[[QuorumController], PartitionControlManager] = attrgetter("partitions")
 _configs: Callable[[QuorumController], ConfigurationControlManager] = attrgetter("configs")
 _scram: Callable[[QuorumController], ScramControlManager] = attrgetter("scram")
+_acls: Callable[[QuorumController], AclControlManager] = attrgetter("acls")
 
 ROUTES: Mapping[int, ControllerRoute] = {
     ApiKey.API_VERSIONS: ControllerRoute(QuorumController.api_versions, active_only=False, forwardable=True),
@@ -465,6 +476,11 @@ ROUTES: Mapping[int, ControllerRoute] = {
     ),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: ControllerRoute(
         via(_scram, ScramControlManager.describe), active_only=False, forwardable=True
+    ),
+    ApiKey.CREATE_ACLS: ControllerRoute(via(_acls, AclControlManager.create_acls), forwardable=True),
+    ApiKey.DELETE_ACLS: ControllerRoute(via(_acls, AclControlManager.delete_acls), forwardable=True),
+    ApiKey.DESCRIBE_ACLS: ControllerRoute(
+        via(_acls, AclControlManager.describe_acls), active_only=False, forwardable=True
     ),
 }
 """Api key → handler: adding a controller RPC is one handler method and one line here."""

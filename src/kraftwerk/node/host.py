@@ -139,6 +139,8 @@ class NodeHost:
         self.ready = False
         self.failed = False
         """A fatal fault stopped the cores: nothing more is applied."""
+        self._held: list[tuple[int, Callable[[], None]]] = []
+        """Committed replies waiting for this controller's own replay to reach their offset."""
 
     @property
     def cores(self) -> tuple[QuorumController | BrokerNode, ...]:
@@ -164,6 +166,7 @@ class NodeHost:
             if feed_kraft_version((self.controller, self.broker), level):
                 log.info("kraft.version is now %d (committed below offset %d)", level, end)
             self.applied(item)
+        self._release_held()
         self._check_ready()
 
     def _apply(self, item: Committed) -> list[tuple[Effect, str]]:
@@ -395,11 +398,36 @@ class NodeHost:
         epoch, ok_body = self.raft.epoch, reply.response_body
 
         def committed(ok: bool) -> None:
-            if ok:
-                self.acknowledged(offset, epoch, values)
-            respond(ok_body if ok else fallback)
+            if not ok:
+                respond(fallback)
+                return
+            self.acknowledged(offset, epoch, values)
+            self._after_replay(offset, lambda: respond(ok_body))
 
         self.io.wait_committed(offset, epoch, committed)
+
+    def _after_replay(self, offset: int, answer: Callable[[], None]) -> None:
+        """Answer once this controller has replayed ``offset``, not merely once it committed: the
+        high watermark can pass the leader's own unflushed end (two followers have it durably),
+        and raft hands the leader its batch only after its own flush (the runtime flushes early
+        then, ``RaftHost.deliver_committed_now``). Answering at the commit alone let a
+        DescribeFeatures (ApiVersions) to the same controller, sent right after the response,
+        still show the old level."""
+        controller = self.controller
+        if controller is None or controller.last_committed_offset >= offset:
+            answer()
+        else:
+            self._held.append((offset, answer))
+
+    def _release_held(self) -> None:
+        controller = self.controller
+        if not self._held or controller is None:
+            return
+        replayed = controller.last_committed_offset
+        due = [answer for offset, answer in self._held if offset <= replayed]
+        self._held = [(offset, answer) for offset, answer in self._held if offset > replayed]
+        for answer in due:
+            answer()
 
     def acknowledged(self, offset: int, epoch: int, values: list[bytes]) -> None:
         """Called when an appended reply committed and is answered (the simulator's raft checker then

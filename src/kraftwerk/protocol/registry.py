@@ -20,6 +20,7 @@ DECLARING_MODULES = (
     "kraftwerk.protocol.rpc.zk_control",
     "kraftwerk.protocol.rpc.raft",
     "kraftwerk.protocol.rpc.sasl",
+    "kraftwerk.protocol.rpc.acls",
     "kraftwerk.protocol.metadata_records",
     "kraftwerk.protocol.control_records",
 )

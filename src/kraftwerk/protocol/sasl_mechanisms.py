@@ -171,6 +171,58 @@ class ScramServer:
         return Outcome(b"v=" + base64.b64encode(server_signature), user)
 
 
+class ScramClient:
+    """RFC 5802 client, the other side of :class:`ScramServer` (kraftwerk's own admin client logs in
+    with it): client-first, then client-final with the proof, then the server's signature checked."""
+
+    def __init__(self, mechanism: str, user: str, password: str,
+                 nonce: Callable[[], str] = lambda: secrets.token_urlsafe(24)) -> None:
+        self._digest = SCRAM_MECHANISMS[mechanism][1]
+        self.mechanism = mechanism
+        self._password = password
+        name = user.replace("=", "=3D").replace(",", "=2C")
+        self._first_bare = b"n=%s,r=%s" % (name.encode(), nonce().encode())
+        self._server_key: bytes | None = None
+        self._auth_message = b""
+
+    def first(self) -> bytes:
+        return b"n,," + self._first_bare
+
+    def final(self, server_first: bytes) -> bytes:
+        fields = dict(item.split(b"=", 1) for item in server_first.split(b",") if b"=" in item)
+        nonce = fields.get(b"r", b"")
+        client_nonce = self._first_bare.rsplit(b"r=", 1)[1]
+        if not nonce.startswith(client_nonce):
+            raise SaslAuthenticationError("Invalid SCRAM server first message: nonce mismatch")
+        try:
+            salt, iterations = base64.b64decode(fields[b"s"], validate=True), int(fields[b"i"])
+        except (KeyError, ValueError):
+            raise SaslAuthenticationError("Invalid SCRAM server first message") from None
+        if iterations < MIN_ITERATIONS:
+            raise SaslAuthenticationError(f"Requested iterations {iterations} is less than the minimum "
+                                          f"{MIN_ITERATIONS} for {self.mechanism}")
+        salted = hashlib.pbkdf2_hmac(self._digest, self._password.encode(), salt, iterations)
+        client_key = hmac.digest(salted, b"Client Key", self._digest)
+        stored_key = hashlib.new(self._digest, client_key).digest()
+        without_proof = b"c=biws,r=" + nonce
+        self._auth_message = self._first_bare + b"," + server_first + b"," + without_proof
+        signature = hmac.digest(stored_key, self._auth_message, self._digest)
+        proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+        self._server_key = hmac.digest(salted, b"Server Key", self._digest)
+        return without_proof + b",p=" + base64.b64encode(proof)
+
+    def verify(self, server_final: bytes) -> None:
+        assert self._server_key is not None
+        expected = b"v=" + base64.b64encode(hmac.digest(self._server_key, self._auth_message, self._digest))
+        if not hmac.compare_digest(server_final, expected):
+            raise SaslAuthenticationError("Invalid server signature in the SCRAM server final message")
+
+
+def plain_token(user: str, password: str) -> bytes:
+    """RFC 4616's PLAIN message (no authorization id)."""
+    return b"\0" + user.encode() + b"\0" + password.encode()
+
+
 def parse_jaas_options(text: str) -> dict[str, str]:
     """The options of a JAAS login module entry (``Module required key="value" ...;``), as Kafka's
     ``JaasConfig`` reads them: quoted or bare values, one module, a closing semicolon."""

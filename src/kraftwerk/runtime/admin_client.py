@@ -27,6 +27,7 @@ import enum
 import json
 import logging
 import socket
+import ssl
 import struct
 import time
 import uuid
@@ -39,11 +40,16 @@ from kraftwerk.errors import KraftwerkError
 from kraftwerk.protocol import codec, header, registry
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.errors import ProtocolError
+from kraftwerk.protocol.sasl_mechanisms import SaslAuthenticationError
 from kraftwerk.protocol.schema import Kind, MessageSpec
+from kraftwerk.runtime.client_security import PLAINTEXT, ClientSecurity
 
 log = logging.getLogger(__name__)
 
 API_VERSIONS = 18
+DESCRIBE_ACLS = 29
+CREATE_ACLS = 30
+DELETE_ACLS = 31
 DESCRIBE_USER_SCRAM_CREDENTIALS = 50
 ALTER_USER_SCRAM_CREDENTIALS = 51
 UPDATE_FEATURES = 57
@@ -152,20 +158,34 @@ def parse_bootstrap(text: str) -> tuple[tuple[str, int], ...]:
 class Connection:
     """One blocking connection with its negotiated API versions."""
 
-    def __init__(self, host: str, port: int, *, client_id: str | None, timeout_s: float) -> None:
+    def __init__(self, host: str, port: int, *, client_id: str | None, timeout_s: float,
+                 security: ClientSecurity = PLAINTEXT) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
         self.timeout_s = timeout_s
         self._correlation = 0
         try:
-            self._sock = socket.create_connection((host, port), timeout=timeout_s)
+            raw = socket.create_connection((host, port), timeout=timeout_s)
         except OSError as exc:
             raise AdminClientError(f"Connection to {host}:{port} failed: {exc.strerror or exc}") from exc
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock: socket.socket = raw
+        if security.context is not None:
+            try:
+                self._sock = security.context.wrap_socket(raw, server_hostname=host)
+            except (OSError, ssl.SSLError) as exc:
+                raw.close()
+                raise AdminClientError(f"SSL handshake with {host}:{port} failed: {exc}") from None
         self.api_versions_response: codec.Value = {}
         self.versions: dict[int, tuple[int, int]] = {}
         self._negotiate()
+        if security.sasl:
+            try:
+                security.authenticate(lambda key, version, body: self.request(key, body, version)[1])
+            except SaslAuthenticationError as exc:
+                self.close()
+                raise AdminClientError(str(exc)) from None
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -293,6 +313,7 @@ class AdminClient:
     def __init__(self, bootstrap: str | Sequence[tuple[str, int]], *, controllers: bool = False,
                  client_id: str | None = "kraftwerk-admin", request_timeout_s: float = 30.0,
                  api_timeout_s: float = 60.0, retry_backoff_s: float = 0.1,
+                 security: ClientSecurity = PLAINTEXT,
                  sleep: Callable[[float], None] = time.sleep,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
         self.bootstrap = parse_bootstrap(bootstrap) if isinstance(bootstrap, str) else tuple(bootstrap)
@@ -301,6 +322,7 @@ class AdminClient:
         self.request_timeout_s = request_timeout_s
         self.api_timeout_s = api_timeout_s
         self.retry_backoff_s = retry_backoff_s
+        self.security = security
         self._sleep = sleep
         self._monotonic = monotonic
         self._connections: dict[tuple[str, int], Connection] = {}
@@ -324,7 +346,8 @@ class AdminClient:
         key = (host, port)
         conn = self._connections.get(key)
         if conn is None:
-            conn = Connection(host, port, client_id=self.client_id, timeout_s=self.request_timeout_s)
+            conn = Connection(host, port, client_id=self.client_id, timeout_s=self.request_timeout_s,
+                              security=self.security)
             self._connections[key] = conn
         return conn
 
@@ -483,6 +506,18 @@ class AdminClient:
         """AlterUserScramCredentials (a broker forwards it; a controller must be the active one)."""
         body = {"deletions": list(deletions), "upsertions": list(upsertions)}
         return self._call(self._controller(), ALTER_USER_SCRAM_CREDENTIALS, body)[1]
+
+    def describe_acls(self, acl_filter: codec.Value) -> codec.Value:
+        """DescribeAcls (answered from any node's image)."""
+        return self._call(self.any_node(), DESCRIBE_ACLS, dict(acl_filter))[1]
+
+    def create_acls(self, creations: Sequence[codec.Value]) -> codec.Value:
+        """CreateAcls (a broker forwards it; a controller must be the active one)."""
+        return self._call(self._controller(), CREATE_ACLS, {"creations": list(creations)})[1]
+
+    def delete_acls(self, filters: Sequence[codec.Value]) -> codec.Value:
+        """DeleteAcls (a broker forwards it; a controller must be the active one)."""
+        return self._call(self._controller(), DELETE_ACLS, {"filters": list(filters)})[1]
 
     def add_raft_voter(self, voter_id: int, directory_id: uuid.UUID,
                        endpoints: Sequence[tuple[str, str, int]], timeout_ms: int = 30_000) -> UpdateResult:

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 
 from kraftwerk.backoff import ExponentialBackoff
 from kraftwerk.protocol import codec
+from kraftwerk.protocol.sasl_mechanisms import SaslAuthenticationError
 from kraftwerk.runtime import framing
+from kraftwerk.runtime.client_security import PLAINTEXT, ClientSecurity
 from kraftwerk.runtime.errors import ConnectionClosedError, NetworkError, RequestTimeoutError
 
 log = logging.getLogger(__name__)
@@ -49,12 +51,23 @@ class Connection:
     @classmethod
     async def open(cls, host: str, port: int, *, client_id: str | None = "kraftwerk",
                    connect_timeout_s: float = 10.0,
-                   max_frame_bytes: int = framing.DEFAULT_MAX_FRAME_BYTES) -> Connection:
+                   max_frame_bytes: int = framing.DEFAULT_MAX_FRAME_BYTES,
+                   security: ClientSecurity = PLAINTEXT) -> Connection:
+        """A connection, TLS-wrapped and SASL-authenticated as ``security`` says."""
+        hostname = None if security.context is None else host
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), connect_timeout_s)
+            opening = asyncio.open_connection(host, port, ssl=security.context, server_hostname=hostname)
+            reader, writer = await asyncio.wait_for(opening, connect_timeout_s)
         except (OSError, TimeoutError) as exc:
             raise NetworkError(f"Connection to {host}:{port} failed: {exc}") from None
-        return cls(reader, writer, client_id=client_id, max_frame_bytes=max_frame_bytes)
+        conn = cls(reader, writer, client_id=client_id, max_frame_bytes=max_frame_bytes)
+        if security.sasl:
+            try:
+                await security.authenticate_async(lambda key, version, body: conn.request(key, version, body))
+            except SaslAuthenticationError as exc:
+                await conn.close()
+                raise NetworkError(f"SASL authentication to {host}:{port} failed: {exc}") from None
+        return conn
 
     @property
     def closed(self) -> bool:
@@ -139,8 +152,9 @@ class ReconnectingClient:
 
     def __init__(self, host: str, port: int, *, client_id: str | None = "kraftwerk",
                  backoff_ms: int = 50, backoff_max_ms: int = 1000, rng: random.Random | None = None,
-                 connect_timeout_s: float = 5.0) -> None:
+                 connect_timeout_s: float = 5.0, security: ClientSecurity = PLAINTEXT) -> None:
         self.host = host
+        self.security = security
         self.port = port
         self.client_id = client_id
         self.backoff_ms = backoff_ms
@@ -169,7 +183,8 @@ class ReconnectingClient:
                 await asyncio.sleep(wait)
             try:
                 self._conn = await Connection.open(self.host, self.port, client_id=self.client_id,
-                                                   connect_timeout_s=self.connect_timeout_s)
+                                                   connect_timeout_s=self.connect_timeout_s,
+                                                   security=self.security)
             except NetworkError:
                 self._failures += 1
                 self._next_attempt = loop.time() + self.next_backoff_s()

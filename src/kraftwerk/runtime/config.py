@@ -21,7 +21,9 @@ from types import MappingProxyType
 from kraftwerk.config import ConfigMap, ParsedConfig, log_dirs, parse_broker_config, properties_values
 from kraftwerk.config.catalogue.controller import LOG_FILE_CONFIG, SOFTWARE_VERSION_CONFIG
 from kraftwerk.config.errors import ConfigError, ConfigValueError, MissingConfigError
+from kraftwerk.controller.authorizer import AuthorizerConfigError, StandardAuthorizer
 from kraftwerk.errors import KraftwerkError
+from kraftwerk.runtime.client_security import PLAINTEXT, ClientSecurity, inter_node_security
 from kraftwerk.runtime.security import ListenerSecurity, listener_security
 from kraftwerk.runtime.server import ConnectionLimits
 from kraftwerk.versions.software import SoftwareVersion
@@ -89,6 +91,11 @@ class ServerConfig:
     failed_authentication_delay_ms: int = 100
     #: listener name → its TLS context and SASL mechanisms (built at load: a bad key store fails the start)
     security: Mapping[str, ListenerSecurity] = field(default_factory=dict, repr=False)
+    #: ``authorizer.class.name`` (StandardAuthorizer with ``super.users``...); None: everything allowed
+    authorizer: StandardAuthorizer | None = None
+    #: how this node reaches the controllers' listener and other brokers' inter-broker listener
+    controller_client: ClientSecurity = field(default=PLAINTEXT, repr=False)
+    inter_broker_client: ClientSecurity = field(default=PLAINTEXT, repr=False)
     #: ``metadata.max.retention.ms`` and ``metadata.max.retention.bytes`` both -1 (Kafka's
     #: unlimited retention): the metadata log keeps every segment behind its snapshots
     metadata_log_retained: bool = False
@@ -248,7 +255,22 @@ class ServerConfig:
         config.validate()
         security = {e.listener: listener_security(props, e.listener, protocol_map[e.listener])
                     for e in listeners}
-        return dataclasses.replace(config, security=MappingProxyType(security))
+        try:
+            authorizer = StandardAuthorizer.from_config(props)
+        except AuthorizerConfigError as exc:
+            raise ConfigError(str(exc)) from None
+        def reach(listener: str | None, mechanism_config: str) -> ClientSecurity:
+            if listener is None:
+                return PLAINTEXT
+            protocol = protocol_map.get(listener, "PLAINTEXT")
+            return inter_node_security(props, listener, protocol, mechanism_config)
+
+        return dataclasses.replace(
+            config, security=MappingProxyType(security), authorizer=authorizer,
+            controller_client=reach(controller_names[0] if controller_names else None,
+                                    "sasl.mechanism.controller.protocol"),
+            inter_broker_client=reach(inter_broker if config.is_broker else None,
+                                      "sasl.mechanism.inter.broker.protocol"))
 
     def validate(self) -> None:
         """Kafka's ``KafkaConfig`` KRaft checks, with its texts."""
@@ -282,11 +304,6 @@ class ServerConfig:
             protocol = self.security_protocol_map.get(endpoint.listener)
             if protocol is None:
                 raise _E(f"No security protocol defined for listener {endpoint.listener}")
-            inter_node = (*self.controller_listener_names, self.inter_broker_listener_name)
-            if protocol != "PLAINTEXT" and endpoint.listener in inter_node:
-                raise _E(f"Listener {endpoint.listener} uses security protocol {protocol}; kraftwerk's "
-                         "inter-node listeners (controller.listener.names, inter.broker.listener.name) are "
-                         "PLAINTEXT only")
         migration = self.raw.get("zookeeper.metadata.migration.enable", "false").strip().lower() == "true"
         if migration and not self.raw.get("zookeeper.connect", "").strip():
             raise _E("If using zookeeper.metadata.migration.enable in KRaft mode, zookeeper.connect must "

@@ -41,6 +41,7 @@ from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.records.convert import downconvert, upconvert
 from kraftwerk.records.errors import RecordsError
 from kraftwerk.runtime.client import ReconnectingClient
+from kraftwerk.runtime.client_security import PLAINTEXT, ClientSecurity
 from kraftwerk.runtime.errors import NetworkError
 from kraftwerk.runtime.partition_log import LogAppendError, LogConfig, PartitionLog, batch_infos
 from kraftwerk.runtime.raft_host import wall_clock_ms
@@ -75,8 +76,11 @@ class DataPlane:
 
     def __init__(self, node_id: int, log_dirs: tuple[str, ...], software: SoftwareVersion,
                  static_configs: Mapping[str, str], controller_request: ControllerRequest,
-                 broker_epoch: Callable[[], int], listener_name: str | None) -> None:
+                 broker_epoch: Callable[[], int], listener_name: str | None,
+                 security: ClientSecurity = PLAINTEXT) -> None:
         self.node_id = node_id
+        self._security = security
+        """How this broker reaches the leaders' inter-broker listener."""
         self.log_dirs = tuple(Path(d) for d in log_dirs)
         self.software = software
         self.static_configs = dict(static_configs)
@@ -576,7 +580,7 @@ class DataPlane:
         client = self._leader_clients.get(leader_id)
         if client is None or (client.host, client.port) != (endpoint.host, endpoint.port):
             client = ReconnectingClient(endpoint.host, endpoint.port,
-                                        client_id=f"replica-fetcher-{self.node_id}")
+                                        client_id=f"replica-fetcher-{self.node_id}", security=self._security)
             self._leader_clients[leader_id] = client
         return client
 

@@ -14,6 +14,7 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
+from kraftwerk.controller.authorizer import ANONYMOUS
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.errors import ProtocolError
@@ -39,8 +40,6 @@ DEFAULT_PRINCIPAL_DATA = message(
     ],
 )
 
-ANONYMOUS = ("User", "ANONYMOUS")
-"""The principal of every PLAINTEXT connection (Kafka's ``KafkaPrincipal.ANONYMOUS``)."""
 
 
 class ForwardingError(NetworkError):
@@ -68,17 +67,21 @@ def deserialize_principal(data: bytes) -> tuple[str, str, bool]:
     return value["type"], value["name"], bool(value["tokenAuthenticated"])
 
 
+def client_host(peer: str) -> str:
+    """The address of ``host:port`` (what an ACL's host names)."""
+    return peer.rsplit(":", 1)[0].strip("[]")
+
+
 def client_address_bytes(peer: str) -> bytes:
     """The raw IPv4/IPv6 address of ``host:port`` (``InetAddress.getAddress()``)."""
-    host = peer.rsplit(":", 1)[0].strip("[]")
     try:
-        return ipaddress.ip_address(host).packed
+        return ipaddress.ip_address(client_host(peer)).packed
     except ValueError:
         return bytes(4)
 
 
 def envelope_body(api_key: int, version: int, correlation_id: int, client_id: str | None,
-                  body: codec.Value, peer: str) -> dict[str, Any]:
+                  body: codec.Value, peer: str, principal: str = ANONYMOUS) -> dict[str, Any]:
     """The EnvelopeRequest v0 body wrapping one client request."""
     spec = by_api_key(Kind.REQUEST, api_key)
     header = encode_request_header(
@@ -86,7 +89,7 @@ def envelope_body(api_key: int, version: int, correlation_id: int, client_id: st
          "clientId": client_id}, request_header_version(spec, version))
     return {
         "requestData": header + codec.encode(spec, version, dict(body)),
-        "requestPrincipal": serialize_principal(*ANONYMOUS),
+        "requestPrincipal": serialize_principal(*principal.partition(":")[::2]),
         "clientHostAddress": client_address_bytes(peer),
     }
 
@@ -113,12 +116,12 @@ def unwrap_response(api_key: int, version: int, envelope_response: codec.Value) 
 
 
 __all__ = [
-    "ANONYMOUS",
     "DEFAULT_PRINCIPAL_DATA",
     "ENVELOPE",
     "ForwardingError",
     "Unwrapped",
     "client_address_bytes",
+    "client_host",
     "deserialize_principal",
     "envelope_body",
     "serialize_principal",

@@ -39,15 +39,17 @@ from typing import Any
 
 from kraftwerk.broker.node import BROKER_API_KEYS, BrokerNode
 from kraftwerk.config.catalogue.controller import METRICS_HOST_CONFIG, METRICS_PORT_CONFIG
+from kraftwerk.controller.authorizer import Session
 from kraftwerk.controller.common import declared_api_ranges
 from kraftwerk.controller.effects import Body, Forward, WriteSnapshot
 from kraftwerk.controller.quorum import CONTROLLER_API_KEYS, RAFT_API_KEYS, QuorumController
 from kraftwerk.controller.responses import not_controller_body
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.image.errors import FatalFaultError
+from kraftwerk.image.model import EMPTY_IMAGE, MetadataImage
 from kraftwerk.image.model import Endpoint as ImageEndpoint
-from kraftwerk.image.model import MetadataImage
 from kraftwerk.node import NodeHost
+from kraftwerk.node.authorization import authorize_request
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.raft import Committed, RaftConfig, RaftNode, VoterEndpoint
@@ -55,7 +57,7 @@ from kraftwerk.runtime.client import ReconnectingClient
 from kraftwerk.runtime.config import ServerConfig
 from kraftwerk.runtime.data_plane import DATA_API_KEYS, DataPlane
 from kraftwerk.runtime.errors import NetworkError, NodeError
-from kraftwerk.runtime.forwarding import ForwardingError, envelope_body, unwrap_response
+from kraftwerk.runtime.forwarding import ForwardingError, client_host, envelope_body, unwrap_response
 from kraftwerk.runtime.metrics import Cores, MetricsServer
 from kraftwerk.runtime.migration_io import MigrationRunner, ZkMigrationClient
 from kraftwerk.runtime.raft_host import RaftHost, wall_clock_ms
@@ -171,7 +173,8 @@ class Node:
         self.raft = RaftHost(raft_node, on_committed=self._on_committed,
                              client_id=f"raft-client-{config.node_id}",
                              request_timeout_ms=config.quorum_request_timeout_ms,
-                             rng=random.Random(self.seed), on_cluster_id_refused=self._on_cluster_id_refused)
+                             rng=random.Random(self.seed), on_cluster_id_refused=self._on_cluster_id_refused,
+                             security=config.controller_client)
         self.host = NodeHost(config.node_id, raft_node, self, controller=self.controller, broker=self.broker,
                              idle_interval_ms=config.metadata_max_idle_interval_ms,
                              registration_retry_ms=CONTROLLER_REGISTRATION_RETRY_MS)
@@ -207,9 +210,10 @@ class Node:
 
     def _make_data_plane(self, broker: BrokerNode) -> DataPlane:
         listeners = self.config.effective_advertised_listeners
+        listener = self.config.inter_broker_listener_name if listeners else None
         return DataPlane(self.config.node_id, self.config.log_dirs, self.config.software, self.config.raw,
-                         self._controller_request, lambda: broker.broker_epoch,
-                         listeners[0].listener if listeners else None)
+                         self._controller_request, lambda: broker.broker_epoch, listener,
+                         self.config.inter_broker_client)
 
     def _listener_security(self, listener: str) -> ListenerSecurity:
         """The listener's security, SCRAM users read from this node's current image."""
@@ -253,7 +257,8 @@ class Node:
         client = self._controller_clients.get(node_id)
         if client is None or (client.host, client.port) != address:
             role = "broker" if self.config.is_broker else "controller"
-            client = ReconnectingClient(address[0], address[1], client_id=f"{role}-{self.config.node_id}")
+            client = ReconnectingClient(address[0], address[1], client_id=f"{role}-{self.config.node_id}",
+                                        security=self.config.controller_client)
             self._controller_clients[node_id] = client
         return client
 
@@ -417,7 +422,10 @@ class Node:
         assert raft is not None
 
         async def wait() -> None:
-            done(raft.node.epoch == epoch and await raft.wait_committed(offset, APPEND_COMMIT_TIMEOUT_S))
+            ok = raft.node.epoch == epoch and await raft.wait_committed(offset, APPEND_COMMIT_TIMEOUT_S)
+            if ok:
+                raft.deliver_committed_now()  # the reply waits for this controller's own replay
+            done(ok)
 
         self._spawn(wait(), "wait-committed")
 
@@ -499,6 +507,19 @@ class Node:
         return self._broker_accepted
 
     async def handle(self, listener: str, request: Request) -> codec.Value | None:
+        """Authorized once here (the connection's principal, the node's image), then served."""
+        core = self.broker or self.controller
+        image = core.image if core is not None else EMPTY_IMAGE
+        session = Session(request.connection.principal, client_host(request.connection.peer))
+        verdict = authorize_request(self.config.authorizer, image, session, request.api_key,
+                                    request.api_version, request.body)
+        if verdict.body is None:
+            return verdict.finish(None)
+        if verdict.body is not request.body:
+            request = dataclasses.replace(request, body=verdict.body)
+        return verdict.finish(await self._serve(listener, request))
+
+    async def _serve(self, listener: str, request: Request) -> codec.Value | None:
         raft = self.raft
         assert raft is not None
         if listener not in self.config.controller_listener_names and self.broker is not None:
@@ -529,7 +550,7 @@ class Node:
         """KIP-590: wrap the client's request in an EnvelopeRequest to the active controller and
         relay the embedded response; NOT_CONTROLLER when no controller answers (clients retry)."""
         envelope = envelope_body(reply.api_key, reply.version, request.correlation_id, request.client_id,
-                                 reply.body, request.connection.peer)
+                                 reply.body, request.connection.peer, request.connection.principal)
         try:
             response = await self._controller_request(ApiKey.ENVELOPE, 0, envelope)
             return unwrap_response(reply.api_key, reply.version, response).body

@@ -52,6 +52,7 @@ from kraftwerk.raft import (
     SnapshotId,
 )
 from kraftwerk.runtime.client import ReconnectingClient
+from kraftwerk.runtime.client_security import PLAINTEXT, ClientSecurity
 from kraftwerk.runtime.errors import NetworkError
 from kraftwerk.runtime.ratelimit import RateLimitedLog
 from kraftwerk.runtime.server import Request
@@ -110,8 +111,11 @@ class RaftHost:
                  on_committed: Callable[[list[Committed]], None] | None = None,
                  clock: Callable[[], int] = wall_clock_ms, client_id: str = "raft-client",
                  request_timeout_ms: int = 2000, rng: random.Random | None = None,
-                 on_cluster_id_refused: Callable[[int], None] | None = None) -> None:
+                 on_cluster_id_refused: Callable[[int], None] | None = None,
+                 security: ClientSecurity = PLAINTEXT) -> None:
         self.node = node
+        self.security = security
+        """How this node reaches the controllers' listener (TLS, SASL)."""
         self.clock = clock
         self.on_committed = on_committed
         self.on_cluster_id_refused = on_cluster_id_refused
@@ -211,6 +215,18 @@ class RaftHost:
         except TimeoutError:
             return False
 
+    def deliver_committed_now(self) -> None:
+        """Flush this node's log ahead of the append linger, then hand out what is committed.
+
+        The high watermark can pass the leader's own unflushed end (two followers have the batch
+        durably), but raft hands a batch to the state machine only once it is durable here too. A
+        reply waiting for its write to reach this controller's state (read-your-writes) would wait
+        out the linger; an fsync now costs less, and flushing early is always safe."""
+        log = self.node.log
+        if log.flushed_offset < log.end_offset:
+            log.flush()
+        self._after_event()
+
     def create_snapshot(self, end_offset: int, records: Sequence[bytes]) -> SnapshotId:
         """Store the state machine's snapshot below ``end_offset`` (and clean the log behind it)."""
         snapshot_id = self.node.create_snapshot(end_offset, list(records), self.clock())
@@ -271,7 +287,8 @@ class RaftHost:
                 task.add_done_callback(self._tasks.discard)
             client = ReconnectingClient(address[0], address[1], client_id=self.client_id, backoff_ms=20,
                                         backoff_max_ms=500, rng=random.Random(self._rng.getrandbits(32)),
-                                        connect_timeout_s=self.request_timeout_ms / 1000)
+                                        connect_timeout_s=self.request_timeout_ms / 1000,
+                                        security=self.security)
             self._clients[destination] = client
         return client
 

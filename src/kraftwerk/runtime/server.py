@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kraftwerk.controller.authorizer import ANONYMOUS
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.sasl_mechanisms import PlainServer, SaslAuthenticationError, ScramServer
@@ -76,7 +77,7 @@ class ConnectionInfo:
     listener: str
     peer: str
     #: ``User:<name>`` once SASL authenticated the connection (Kafka's KafkaPrincipal)
-    principal: str = "User:ANONYMOUS"
+    principal: str = ANONYMOUS
 
 
 @dataclass(frozen=True, slots=True)

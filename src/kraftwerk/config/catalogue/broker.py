@@ -196,6 +196,12 @@ SECURITY_KEYS: tuple[ConfigKey, ...] = (
     define("sasl.kerberos.service.name", T.STRING, None, None, I.MEDIUM, "Kerberos principal name.", PB),
     define("connection.failed.authentication.delay.ms", T.INT, 100, Range.at_least(0), I.LOW,
            "Delay before closing a connection whose authentication failed (KIP-306)."),
+    define("authorizer.class.name", T.STRING, "", None, I.LOW,
+           "The authorizer: empty (none) or org.apache.kafka.metadata.authorizer.StandardAuthorizer."),
+    define("super.users", T.STRING, None, None, I.LOW,
+           "Principals (User:name, ';'-separated) the authorizer allows everything."),
+    define("allow.everyone.if.no.acl.found", T.BOOLEAN, False, None, I.LOW,
+           "Allow an action on a resource no ACL names (StandardAuthorizer)."),
 )
 
 ZOOKEEPER_KEYS: tuple[ConfigKey, ...] = (
