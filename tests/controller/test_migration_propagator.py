@@ -33,8 +33,9 @@ KRAFT_ID, EPOCH = 3000, 9
 KRAFT_EPOCHS = {1: 40, 2: 41, 3: 42}
 
 
-def image(topics: dict[str, TopicImage], *, fenced: frozenset[int] = frozenset()) -> MetadataImage:
-    brokers = {b: BrokerRegistration(b, KRAFT_EPOCHS[b], uuid.UUID(int=b),
+def image(topics: dict[str, TopicImage], *, fenced: frozenset[int] = frozenset(),
+          epochs: dict[int, int] = KRAFT_EPOCHS) -> MetadataImage:
+    brokers = {b: BrokerRegistration(b, epochs[b], uuid.UUID(int=b),
                                      (Endpoint("PLAINTEXT", f"b{b}", 9092, 0),), fenced=b in fenced,
                                      is_migrating_zk_broker=True) for b in (1, 2, 3)}
     by_name = Map(topics)
@@ -105,3 +106,12 @@ def test_an_older_zk_controller_and_a_wrong_kraft_broker_epoch_are_refused() -> 
                  if r.broker_id == 1 and r.api_key == ApiKey.UPDATE_METADATA]
     wrong = dataclasses.replace(request, body={**request.body, "brokerEpoch": 101})  # the ZooKeeper epoch
     assert deliver([wrong], brokers) == [Errors.STALE_BROKER_EPOCH.code]
+
+
+def test_a_restarted_zookeeper_broker_gets_the_full_state_again() -> None:
+    before = image({"orders": orders()})
+    after = image({"orders": orders()}, epochs={**KRAFT_EPOCHS, 2: 77})  # a new process, an empty cache
+    requests = delta_requests(before, after, KRAFT_ID, EPOCH)
+    assert [(r.broker_id, ApiKey(r.api_key).name, r.body["type"]) for r in requests] == [
+        (1, "UPDATE_METADATA", 1), (2, "LEADER_AND_ISR", 2), (2, "UPDATE_METADATA", 2),
+        (3, "UPDATE_METADATA", 1)]

@@ -59,11 +59,12 @@ def delta_requests(previous: MetadataImage, image: MetadataImage, controller_id:
                 changed.append((topic, p))
     deleted = [t for t in _topics(previous) if t.id not in image.topics.by_id]
     brokers_changed = _live(previous) != _live(image)
-    newly_registered = {b.id for b in zk_brokers(image)} - {b.id for b in zk_brokers(previous)}
+    newly_registered = {b.id for b in zk_brokers(image)} - {b.id for b in zk_brokers(previous)
+                                                            if _epoch(image, b.id) == b.epoch}
     out: list[BrokerRequest] = []
     for broker in zk_brokers(image):
         header = _header(broker, controller_id, controller_epoch)
-        if broker.id in newly_registered:  # a ZK broker that just (re)registered needs everything
+        if broker.id in newly_registered:  # a ZK broker that just registered (or restarted) needs everything
             partitions = [(t, p) for t in _topics(image) for p in sorted(t.partitions)]
             mine = [(t, p) for t, p in partitions if broker.id in t.partitions[p].replicas]
             out.append(_leader_and_isr(image, header, mine, FULL))
@@ -79,6 +80,11 @@ def delta_requests(previous: MetadataImage, image: MetadataImage, controller_id:
         if changed or deleted or brokers_changed:
             out.append(_update_metadata(image, header, changed, INCREMENTAL, deleted=deleted))
     return out
+
+
+def _epoch(image: MetadataImage, broker_id: int) -> int | None:
+    registration = image.cluster.brokers.get(broker_id)
+    return None if registration is None else registration.epoch
 
 
 def _topics(image: MetadataImage) -> list[TopicImage]:
