@@ -50,6 +50,8 @@ def _migrate(args: argparse.Namespace) -> int:
         return 0
     phase: str | None = current_phase(cluster)
     next_phase = phase
+    if phase is not None and args.until is not None and PHASES.index(phase) > PHASES.index(args.until):
+        phase = None  # past --until already: nothing to do
     while phase is not None:
         started = time.monotonic()
         run_phase(cluster, phase, args.timeout)

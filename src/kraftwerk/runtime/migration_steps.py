@@ -99,6 +99,8 @@ def current_phase(cluster: LocalCluster) -> str | None:
         if cluster.zookeeper is None:
             raise NodeError(f"{cluster.root} is a KRaft cluster: there is nothing to migrate")
         return "controllers"
+    if zk_brokers(cluster) and any(cluster.ready_info(c) is None for c in cluster.controllers):
+        return "controllers"  # planned, or started but never seen ready
     brokers = zk_brokers(cluster)
     if any(b.extra.get(MIGRATION_FLAG) != "true" for b in brokers):
         return "brokers-migrating"
