@@ -18,11 +18,18 @@ ROOT=$PWD
 declare -A TESTS=(
     [controller/features.py]="tests/controller"
     [image/writer.py]="tests/image --ignore=tests/image/test_pmap.py"
+    [raft/roles/candidate.py]="tests/raft"
+    [raft/roles/follower.py]="tests/raft"
+    [raft/roles/leader.py]="tests/raft"
+    [raft/roles/resigned.py]="tests/raft"
+    [raft/roles/unattached.py]="tests/raft"
     [records/batch.py]="tests/records --deselect tests/records/test_scan.py::test_deep_scan_memory_is_one_batch_not_the_buffer"
     [records/legacy.py]="tests/records --deselect tests/records/test_scan.py::test_deep_scan_memory_is_one_batch_not_the_buffer"
     [records/recovery.py]="tests/records --deselect tests/records/test_scan.py::test_deep_scan_memory_is_one_batch_not_the_buffer"
 )
-CORES=(controller/features.py image/writer.py records/batch.py records/legacy.py records/recovery.py)
+CORES=(controller/features.py image/writer.py records/batch.py records/legacy.py records/recovery.py
+       raft/roles/candidate.py raft/roles/follower.py raft/roles/leader.py raft/roles/resigned.py
+       raft/roles/unattached.py)
 
 if [ ! -x .venv/bin/mutmut ]; then
     scripts/setup.sh

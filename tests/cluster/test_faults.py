@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from kraftwerk.errors import KraftwerkError
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.runtime.admin_client import (
-    UPDATE_FEATURES,
     AdminClient,
     Connection,
     FeatureUpdate,
@@ -69,7 +69,7 @@ class _FaultingAdmin(AdminClient):
 
         def send_then_fault(payload: bytes) -> None:
             send(payload)
-            if self._fault is not None and int.from_bytes(payload[:2], "big") == UPDATE_FEATURES:
+            if self._fault is not None and int.from_bytes(payload[:2], "big") == ApiKey.UPDATE_FEATURES:
                 fault, self._fault = self._fault, None
                 fault()
 

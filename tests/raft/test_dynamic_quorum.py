@@ -13,14 +13,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
+
 from kraftwerk.protocol import codec
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.control_records import KRAFT_VERSION_RECORD, VOTERS_RECORD, ControlRecordType
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.json_form import uuid_to_str
 from kraftwerk.raft import (
-    API_ADD_RAFT_VOTER,
-    API_API_VERSIONS,
-    API_REMOVE_RAFT_VOTER,
     MemoryQuorumStateStore,
     MemoryRaftLog,
     RaftConfig,
@@ -102,7 +102,7 @@ class Net:
             if dest is None:
                 queue += [(src, e) for e in self.nodes[src].handle_send_failure(
                     effect.destination, effect.correlation_id, self.now)]
-            elif effect.api_key == API_API_VERSIONS:
+            elif effect.api_key == ApiKey.API_VERSIONS:
                 low, high = self.kraft_ranges[dest]
                 body: dict[str, Any] = {"errorCode": 0, "supportedFeatures": [
                     {"name": "kraft.version", "minVersion": low, "maxVersion": high}]}
@@ -177,11 +177,11 @@ def test_an_observer_finds_the_leader_through_the_bootstrap_servers() -> None:
     assert broker.address_of(leader.node_id) == (f"c{leader.node_id}", 9000 + leader.node_id)
 
 
-def test_add_voter_after_it_caught_up_then_remove_the_leader() -> None:
+def test_add_voter_after_it_caught_up_then_remove_the_leader(caplog: pytest.LogCaptureFixture) -> None:
     net = dynamic_cluster()
     newcomer = net.add(4)
     net.run(2_000)  # it follows as an observer first
-    net.request(API_ADD_RAFT_VOTER, add_body(4), 1)
+    net.request(ApiKey.ADD_RAFT_VOTER, add_body(4), 1)
     net.run(1_000)
     assert net.answers[1] == {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None}
     for node in net.nodes.values():
@@ -189,10 +189,14 @@ def test_add_voter_after_it_caught_up_then_remove_the_leader() -> None:
     assert newcomer.is_voter
     # the new voter now counts: removing the leader makes it resign once the change commits
     old = net.leader()
-    net.request(API_REMOVE_RAFT_VOTER, {"clusterId": "dyn", "voterId": old.node_id,
+    net.request(ApiKey.REMOVE_RAFT_VOTER, {"clusterId": "dyn", "voterId": old.node_id,
                                         "voterDirectoryId": directory(old.node_id)}, 2)
-    net.run(6_000)
+    with caplog.at_level("INFO", logger="kraftwerk.raft.roles.leader"):
+        net.run(6_000)
     assert net.answers[2]["errorCode"] == 0
+    resigned = [m for m in caplog.messages if "resigning" in m]
+    assert resigned[0].startswith(f"leader {old.node_id} is not in the committed voter set ")
+    assert resigned[0].endswith(f"; resigning from epoch {old.epoch}")
     new = net.leader()
     assert new is not old and not old.is_voter and old.role is not Role.LEADER
     assert new.voters == tuple(sorted({1, 2, 3, 4} - {old.node_id}))
@@ -213,28 +217,28 @@ def key(node_id: int, directory_id: uuid.UUID | None = None) -> str:
 def test_voter_changes_are_refused_with_kafkas_errors() -> None:
     net = dynamic_cluster()
     keys = f"[{key(1)}, {key(2)}, {key(3)}]"
-    assert _error(net, API_ADD_RAFT_VOTER, add_body(2), 1) == (
+    assert _error(net, ApiKey.ADD_RAFT_VOTER, add_body(2), 1) == (
         Errors.DUPLICATE_VOTER, f"The voter id for {key(2)} is already part of the set of voters {keys}.")
-    assert _error(net, API_ADD_RAFT_VOTER, add_body(5, voterDirectoryId=uuid.UUID(int=0)), 2) == (
+    assert _error(net, ApiKey.ADD_RAFT_VOTER, add_body(5, voterDirectoryId=uuid.UUID(int=0)), 2) == (
         Errors.INVALID_REQUEST, "Add voter request didn't include a valid voter")
-    assert _error(net, API_ADD_RAFT_VOTER, add_body(5, clusterId="other"), 3) == (
+    assert _error(net, ApiKey.ADD_RAFT_VOTER, add_body(5, clusterId="other"), 3) == (
         Errors.INCONSISTENT_CLUSTER_ID, 'The given id "other" doesn\'t match the cluster id "dyn"')
     # a voter whose software cannot run kraft.version 1
     net.add(5)
     net.kraft_ranges[5] = (0, 0)
     net.run(1_000)
-    assert _error(net, API_ADD_RAFT_VOTER, add_body(5), 4) == (
+    assert _error(net, ApiKey.ADD_RAFT_VOTER, add_body(5), 4) == (
         Errors.INVALID_REQUEST,
         f"Aborted add voter operation for {key(5)} since the kraft.version range (min: 0, max: 0 doesn't "
         "support the finalized version 1")
     # nothing listens where voter 6 would be
-    assert _error(net, API_ADD_RAFT_VOTER, add_body(6), 5) == (
+    assert _error(net, ApiKey.ADD_RAFT_VOTER, add_body(6), 5) == (
         Errors.REQUEST_TIMED_OUT, f"New voter {key(6)} is not ready to receive requests")
-    assert _error(net, API_REMOVE_RAFT_VOTER, {"clusterId": "dyn", "voterId": 2,
+    assert _error(net, ApiKey.REMOVE_RAFT_VOTER, {"clusterId": "dyn", "voterId": 2,
                                                "voterDirectoryId": directory(9)}, 6) == (
         Errors.VOTER_NOT_FOUND, f"Cannot remove voter {key(2, directory(9))} from the set of voters {keys}")
     follower = next(n for n in net.nodes.values() if n.role is Role.FOLLOWER and n.is_voter)
-    effects = follower.handle_request(TOOL, API_REMOVE_RAFT_VOTER, 0, {"voterId": 1,
+    effects = follower.handle_request(TOOL, ApiKey.REMOVE_RAFT_VOTER, 0, {"voterId": 1,
                                       "voterDirectoryId": directory(1)}, 7, net.now)
     assert [e.body["errorCode"] for e in effects] == [Errors.NOT_LEADER_OR_FOLLOWER.value.code]
     assert [n.voters for n in net.nodes.values()] == [(1, 2, 3)] * len(net.nodes)
@@ -245,9 +249,9 @@ def test_a_static_quorum_cannot_change_its_voters() -> None:
     for i in (1, 2, 3):
         net.add(i, static=(1, 2, 3))
     net.run(4_000)
-    assert _error(net, API_ADD_RAFT_VOTER, add_body(4), 1) == (
+    assert _error(net, ApiKey.ADD_RAFT_VOTER, add_body(4), 1) == (
         Errors.UNSUPPORTED_VERSION,
         "Cluster doesn't support adding voter because the kraft.version feature is 0")
-    assert _error(net, API_REMOVE_RAFT_VOTER, {"voterId": 3, "voterDirectoryId": directory(3)}, 2) == (
+    assert _error(net, ApiKey.REMOVE_RAFT_VOTER, {"voterId": 3, "voterDirectoryId": directory(3)}, 2) == (
         Errors.UNSUPPORTED_VERSION,
         "Cluster doesn't support removing voter because the kraft.version feature is 0")

@@ -8,9 +8,9 @@ import uuid
 import pytest
 
 from kraftwerk.protocol import codec
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.control_records import KRAFT_VERSION_RECORD, VOTERS_RECORD, ControlRecordType
 from kraftwerk.raft import (
-    API_FETCH,
     CommittedBatch,
     ElectionState,
     KRaftVersionError,
@@ -151,10 +151,10 @@ def test_a_truncated_upgrade_is_forgotten() -> None:
     cfg = RaftConfig(2, (1, 2, 3))
     n = RaftNode(cfg, log, MemoryQuorumStateStore(ElectionState(3, 1, None)), now_ms=0, seed=1)
     assert n.kraft_version == 1 and n.kraft_version_at(1) == 0  # read back from the log on start-up
-    fetch = next(e for e in n.poll(0) if isinstance(e, SendRequest) and e.api_key == API_FETCH)
+    fetch = next(e for e in n.poll(0) if isinstance(e, SendRequest) and e.api_key == ApiKey.FETCH)
     part = {"partitionIndex": 0, "errorCode": 0, "highWatermark": 1, "records": None,
             "divergingEpoch": {"epoch": 1, "endOffset": 1},
             "currentLeader": {"leaderId": 1, "leaderEpoch": 3}}
-    n.handle_response(1, API_FETCH, 17, {"errorCode": 0, "responses": [{"partitions": [part]}]},
+    n.handle_response(1, ApiKey.FETCH, 17, {"errorCode": 0, "responses": [{"partitions": [part]}]},
                       fetch.correlation_id, 1)
     assert log.end_offset == 1 and n.kraft_version == 0

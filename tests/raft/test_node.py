@@ -5,12 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kraftwerk.protocol import codec
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.control_records import LEADER_CHANGE_MESSAGE, ControlRecordType
 from kraftwerk.raft import (
-    API_BEGIN_QUORUM_EPOCH,
-    API_END_QUORUM_EPOCH,
-    API_FETCH,
-    API_VOTE,
     CommittedBatch,
     ElectionState,
     MemoryQuorumStateStore,
@@ -84,20 +81,20 @@ def test_prevote_then_vote_then_leader() -> None:
     assert n.role is Role.UNATTACHED
     out = n.poll(n.next_deadline_ms())
     assert n.role is Role.PROSPECTIVE and n.epoch == 0
-    votes = [e for e in out if isinstance(e, SendRequest) and e.api_key == API_VOTE]
+    votes = [e for e in out if isinstance(e, SendRequest) and e.api_key == ApiKey.VOTE]
     assert {v.destination for v in votes} == {2, 3}
     assert vote_part(votes[0])["preVote"] is True and vote_part(votes[0])["replicaEpoch"] == 1
-    out = n.handle_response(2, API_VOTE, 2, vote_response(True, 0), votes[0].correlation_id, 5)
+    out = n.handle_response(2, ApiKey.VOTE, 2, vote_response(True, 0), votes[0].correlation_id, 5)
     assert n.role is Role.CANDIDATE and n.epoch == 1
     assert store.state == ElectionState(1, None, 1)
-    real = [e for e in out if isinstance(e, SendRequest) and e.api_key == API_VOTE]
+    real = [e for e in out if isinstance(e, SendRequest) and e.api_key == ApiKey.VOTE]
     assert vote_part(real[0])["preVote"] is False and vote_part(real[0])["replicaEpoch"] == 1
     out = n.handle_response(
-        real[0].destination, API_VOTE, 2, vote_response(True, 1), real[0].correlation_id, 6
+        real[0].destination, ApiKey.VOTE, 2, vote_response(True, 1), real[0].correlation_id, 6
     )
     assert n.role is Role.LEADER and store.state == ElectionState(1, 1, 1)
     assert {
-        e.destination for e in out if isinstance(e, SendRequest) and e.api_key == API_BEGIN_QUORUM_EPOCH
+        e.destination for e in out if isinstance(e, SendRequest) and e.api_key == ApiKey.BEGIN_QUORUM_EPOCH
     } == {2, 3}
     with pytest.raises(NotLeaderError):
         node(2).append([b"x"], 0)
@@ -109,7 +106,7 @@ def test_restarted_leader_comes_back_resigned() -> None:
     assert n.role is Role.RESIGNED and n.epoch == 4 and not n.is_leader
     out = n.poll(0)
     assert {
-        e.destination for e in out if isinstance(e, SendRequest) and e.api_key == API_END_QUORUM_EPOCH
+        e.destination for e in out if isinstance(e, SendRequest) and e.api_key == ApiKey.END_QUORUM_EPOCH
     } == {2, 3}
     n.poll(n.next_deadline_ms() + 5000)
     assert n.role in (Role.PROSPECTIVE, Role.CANDIDATE) and n.epoch >= 4
@@ -140,14 +137,14 @@ def test_vote_rejected_for_a_shorter_log_and_granted_once_per_epoch() -> None:
             }
         ],
     }
-    out = n.handle_request(1, API_VOTE, 2, req, 1, 0)
+    out = n.handle_request(1, ApiKey.VOTE, 2, req, 1, 0)
     assert isinstance(out[0], SendResponse)
     assert out[0].body["topics"][0]["partitions"][0]["voteGranted"] is False
     assert n.epoch == 4  # a higher epoch is adopted even when the vote is refused
     req["topics"][0]["partitions"][0].update(lastOffsetEpoch=3, lastOffset=1)
-    assert n.handle_request(1, API_VOTE, 2, req, 2, 0)[0].body["topics"][0]["partitions"][0]["voteGranted"]
+    assert n.handle_request(1, ApiKey.VOTE, 2, req, 2, 0)[0].body["topics"][0]["partitions"][0]["voteGranted"]
     req["topics"][0]["partitions"][0].update(replicaId=3)
-    assert not n.handle_request(3, API_VOTE, 2, req, 3, 0)[0].body["topics"][0]["partitions"][0][
+    assert not n.handle_request(3, ApiKey.VOTE, 2, req, 3, 0)[0].body["topics"][0]["partitions"][0][
         "voteGranted"
     ]
 
@@ -189,13 +186,13 @@ def fetch_request(offset: int, epoch: int, leader_epoch: int) -> dict:  # type: 
 
 def test_fetch_with_a_diverging_epoch_gets_the_epoch_end() -> None:
     n = _leader_with_epochs()
-    out = n.handle_request(9, API_FETCH, 17, fetch_request(6, 3, 5), 1, 1)
+    out = n.handle_request(9, ApiKey.FETCH, 17, fetch_request(6, 3, 5), 1, 1)
     part = out[0].body["responses"][0]["partitions"][0]
     assert part["divergingEpoch"] == {"epoch": 1, "endOffset": 2}
-    out = n.handle_request(9, API_FETCH, 17, fetch_request(2, 1, 5), 2, 1)
+    out = n.handle_request(9, ApiKey.FETCH, 17, fetch_request(2, 1, 5), 2, 1)
     part = out[0].body["responses"][0]["partitions"][0]
     assert part["records"] and part["highWatermark"] == 3
-    out = n.handle_request(9, API_FETCH, 17, fetch_request(2, 1, 4), 3, 1)
+    out = n.handle_request(9, ApiKey.FETCH, 17, fetch_request(2, 1, 4), 3, 1)
     assert out[0].body["responses"][0]["partitions"][0]["errorCode"] == 74  # FENCED_LEADER_EPOCH
 
 
@@ -208,7 +205,7 @@ def test_follower_truncates_and_refetches_on_divergence() -> None:
     log.flush()
     n = node(2, log=log, store=MemoryQuorumStateStore(ElectionState(3, 1, None)))
     out = n.poll(0)
-    fetch = next(e for e in out if isinstance(e, SendRequest) and e.api_key == API_FETCH)
+    fetch = next(e for e in out if isinstance(e, SendRequest) and e.api_key == ApiKey.FETCH)
     assert fetch.body["topics"][0]["partitions"][0]["lastFetchedEpoch"] == 2
     resp = {
         "errorCode": 0,
@@ -227,9 +224,9 @@ def test_follower_truncates_and_refetches_on_divergence() -> None:
             }
         ],
     }
-    out = n.handle_response(1, API_FETCH, 17, resp, fetch.correlation_id, 1)
+    out = n.handle_response(1, ApiKey.FETCH, 17, resp, fetch.correlation_id, 1)
     assert log.end_offset == 1 and log.epoch_entries() == ((1, 0),)
-    again = next(e for e in out if isinstance(e, SendRequest) and e.api_key == API_FETCH)
+    again = next(e for e in out if isinstance(e, SendRequest) and e.api_key == ApiKey.FETCH)
     assert again.body["topics"][0]["partitions"][0]["fetchOffset"] == 1
 
 
@@ -256,15 +253,15 @@ def test_an_empty_replica_starts_from_the_latest_snapshot_even_where_the_log_is_
     n.drain_committed()
     hw = n.high_watermark
     assert hw is not None and hw > 1
-    out = n.handle_request(9, API_FETCH, 17, fetch_request(0, -1, n.epoch), 1, 100)
+    out = n.handle_request(9, ApiKey.FETCH, 17, fetch_request(0, -1, n.epoch), 1, 100)
     part = out[0].body["responses"][0]["partitions"][0]
     assert part["records"] and "snapshotId" not in part  # no snapshot yet: the log from 0
     sid = n.create_snapshot(hw, [b"x", b"y"], 100)
     assert n.log.start_offset == 0  # kept behind the snapshot
-    out = n.handle_request(9, API_FETCH, 17, fetch_request(0, -1, n.epoch), 2, 101)
+    out = n.handle_request(9, ApiKey.FETCH, 17, fetch_request(0, -1, n.epoch), 2, 101)
     part = out[0].body["responses"][0]["partitions"][0]
     assert part["snapshotId"] == {"endOffset": sid.end_offset, "epoch": sid.epoch}
-    out = n.handle_request(9, API_FETCH, 17, fetch_request(1, n.epoch, n.epoch), 3, 102)
+    out = n.handle_request(9, ApiKey.FETCH, 17, fetch_request(1, n.epoch, n.epoch), 3, 102)
     assert out[0].body["responses"][0]["partitions"][0]["records"]  # a replica part-way reads on
 
 
@@ -272,10 +269,10 @@ def _two_voter_leader() -> RaftNode:
     """Node 1 leads epoch 1 of voters (1, 2); its LeaderChange (offset 0) is committed by 2's fetch."""
     n = node(1, voters=(1, 2))
     out = n.poll(n.next_deadline_ms())
-    prevote = next(e for e in out if isinstance(e, SendRequest) and e.api_key == API_VOTE)
-    out = n.handle_response(2, API_VOTE, 2, vote_response(True, 0), prevote.correlation_id, 1)
-    vote = next(e for e in out if isinstance(e, SendRequest) and e.api_key == API_VOTE)
-    n.handle_response(2, API_VOTE, 2, vote_response(True, 1), vote.correlation_id, 2)
+    prevote = next(e for e in out if isinstance(e, SendRequest) and e.api_key == ApiKey.VOTE)
+    out = n.handle_response(2, ApiKey.VOTE, 2, vote_response(True, 0), prevote.correlation_id, 1)
+    vote = next(e for e in out if isinstance(e, SendRequest) and e.api_key == ApiKey.VOTE)
+    n.handle_response(2, ApiKey.VOTE, 2, vote_response(True, 1), vote.correlation_id, 2)
     assert n.role is Role.LEADER
     n.poll(n.next_deadline_ms())  # flush the LeaderChange
     fetch(n, 2, 1, 0, now=3)
@@ -287,7 +284,7 @@ def fetch(n: RaftNode, replica: int, offset: int, max_wait: int, now: int) -> di
     """Send replica's Fetch at ``offset``; its partition response, or None while it is parked."""
     req = fetch_request(offset, 1 if offset else -1, n.epoch)
     req.update(replicaState={"replicaId": replica, "replicaEpoch": -1}, maxWaitMs=max_wait)
-    out = n.handle_request(replica, API_FETCH, 17, req, offset, now)
+    out = n.handle_request(replica, ApiKey.FETCH, 17, req, offset, now)
     answers = [e for e in out if isinstance(e, SendResponse) and e.destination == replica]
     return answers[0].body["responses"][0]["partitions"][0] if answers else None
 

@@ -60,6 +60,7 @@ from kraftwerk.protocol.messages.cluster import BrokerHeartbeatResponse, BrokerR
 from kraftwerk.protocol.registry import by_api_key
 from kraftwerk.protocol.routing import Request
 from kraftwerk.protocol.schema import Kind
+from kraftwerk.versions.features import KRAFT_VERSION
 from kraftwerk.versions.software import SoftwareVersion
 
 log = logging.getLogger(__name__)
@@ -441,7 +442,7 @@ class BrokerNode:
             return None
         finalized = dict(self.image.features.finalized)
         if self.kraft_version > 0:
-            finalized[fc.KRAFT_VERSION] = self.kraft_version
+            finalized[KRAFT_VERSION] = self.kraft_version
         err = fc.registration_feature_error(dict(self.software.supported_features()), mv, finalized)
         return None if err is None else str(err)
 
@@ -605,33 +606,18 @@ class BrokerNode:
                 topic = image.topics.by_id.get(tid)
             if topic is None:
                 code = Errors.UNKNOWN_TOPIC_OR_PARTITION if tname is not None else Errors.UNKNOWN_TOPIC_ID
-                topics_out.append(
-                    {
-                        "errorCode": code.code,
-                        "name": tname,
-                        "topicId": tid or uuid.UUID(int=0),
-                        "isInternal": False,
-                        "partitions": [],
-                        "topicAuthorizedOperations": -2147483648,
-                    }
-                )
+                topics_out.append({"errorCode": code.code, "name": tname, "topicId": tid or uuid.UUID(int=0),
+                                   "isInternal": False, "partitions": [],
+                                   "topicAuthorizedOperations": -2147483648})
                 continue
             parts = []
             for pid in sorted(topic.partitions):
                 p = topic.partitions[pid]
                 offline = [r for r in p.replicas if r not in alive]
                 err = Errors.NONE if p.leader in alive else Errors.LEADER_NOT_AVAILABLE
-                parts.append(
-                    {
-                        "errorCode": err.code,
-                        "partitionIndex": pid,
-                        "leaderId": p.leader,
-                        "leaderEpoch": p.leader_epoch,
-                        "replicaNodes": list(p.replicas),
-                        "isrNodes": list(p.isr),
-                        "offlineReplicas": offline,
-                    }
-                )
+                parts.append({"errorCode": err.code, "partitionIndex": pid, "leaderId": p.leader,
+                              "leaderEpoch": p.leader_epoch, "replicaNodes": list(p.replicas),
+                              "isrNodes": list(p.isr), "offlineReplicas": offline})
             topics_out.append(
                 {
                     "errorCode": 0,

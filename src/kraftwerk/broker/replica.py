@@ -15,6 +15,7 @@ from typing import Any
 
 from kraftwerk.controller.common import shape_body
 from kraftwerk.image.model import ConfigResource, ConfigResourceType, MetadataImage
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.schema import Kind
 
@@ -227,4 +228,4 @@ def alter_partition_body(node_id: int, broker_epoch: int, changes: list[IsrChang
     body = {"brokerId": node_id, "brokerEpoch": broker_epoch,
             "topics": [{"topicName": "", "topicId": tid, "partitions": parts} for tid,
                        parts in by_topic.items()]}
-    return shape_body(Kind.REQUEST, 56, version, body)
+    return shape_body(Kind.REQUEST, ApiKey.ALTER_PARTITION, version, body)

@@ -27,12 +27,12 @@ from kraftwerk.cli.features_cmd import add_connection_flags, audit_lines, client
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.config import ConfigResourceType, ConfigSource, properties_values
 from kraftwerk.errors import KraftwerkError
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.runtime.admin_client import AdminClient, AdminClientError, FeatureUpdate, UpgradeType
 from kraftwerk.versions.errors import VersionError
 from kraftwerk.versions.metadata_version import MetadataVersion
 
-DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, METADATA = 32, 44, 3
 SET, DELETE = 0, 1
 RESOURCE_TYPES = {
     "topics": ConfigResourceType.TOPIC,
@@ -291,7 +291,7 @@ def _all_names(admin: AdminClient, entity: Entity) -> list[str]:
     """Every topic, or every broker id and then the default (kafka-configs without a name)."""
     if entity.type == "topics":
         body = {"topics": None, "allowAutoTopicCreation": False, "includeTopicAuthorizedOperations": False}
-        return sorted(t["name"] for t in admin.call(METADATA, body)["topics"])
+        return sorted(t["name"] for t in admin.call(ApiKey.METADATA, body)["topics"])
     ids = [str(n.node_id) for n in sorted(admin.describe_cluster().nodes, key=lambda n: n.node_id)]
     return [*ids, ""] if entity.type == "brokers" else ids
 
@@ -311,7 +311,7 @@ def describe_entity(admin: AdminClient, entity: Entity) -> dict[str, Any]:
         "includeSynonyms": True,
         "includeDocumentation": False,
     }
-    [result] = admin.call(DESCRIBE_CONFIGS, body, node_id=node)["results"]
+    [result] = admin.call(ApiKey.DESCRIBE_CONFIGS, body, node_id=node)["results"]
     return dict(result)
 
 
@@ -359,7 +359,7 @@ def _alter(admin: AdminClient, entity: Entity, args: argparse.Namespace) -> int:
         "validateOnly": False,
     }
     node = int(entity.name) if entity.type == "broker-loggers" else None
-    [result] = admin.call(INCREMENTAL_ALTER_CONFIGS, body, node_id=node)["responses"]
+    [result] = admin.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, body, node_id=node)["responses"]
     error = Errors.for_code(result["errorCode"])
     if error is not Errors.NONE:
         raise ConfigCommandError(

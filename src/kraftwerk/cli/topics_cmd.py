@@ -18,12 +18,11 @@ from kraftwerk.cli.features_cmd import add_connection_flags, client_settings, op
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.config import ConfigResourceType, ConfigSource
 from kraftwerk.errors import KraftwerkError
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.json_form import uuid_to_str
 from kraftwerk.runtime.admin_client import AdminClient, AdminClientError
 
-METADATA, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, CREATE_PARTITIONS = 3, 19, 20, 32, 37
-DESCRIBE_TOPIC_PARTITIONS = 75
 COLLISION_WARNING = (
     "WARNING: Due to limitations in metric names, topics with a period ('.') or underscore "
     "('_') could collide. To avoid issues it is best to use either, but not both."
@@ -155,9 +154,8 @@ def _create(admin: AdminClient, args: argparse.Namespace) -> int:
         "assignments": [{"partitionIndex": i, "brokerIds": ids} for i, ids in enumerate(assignment)],
         "configs": [{"name": k, "value": v} for k, v in args.config],
     }
-    [result] = admin.call(CREATE_TOPICS, {"topics": [topic], "timeoutMs": 30000, "validateOnly": False})[
-        "topics"
-    ]
+    body = {"topics": [topic], "timeoutMs": 30000, "validateOnly": False}
+    [result] = admin.call(ApiKey.CREATE_TOPICS, body)["topics"]
     error = _result_error(result)
     if error is not None:
         if args.if_not_exists and result["errorCode"] == Errors.TOPIC_ALREADY_EXISTS.code:
@@ -178,7 +176,7 @@ def _create(admin: AdminClient, args: argparse.Namespace) -> int:
 def _topic_names(admin: AdminClient, args: argparse.Namespace) -> list[str]:
     """The topics the command acts on: the named one (which must exist unless --if-exists), or all."""
     body = {"topics": None, "allowAutoTopicCreation": False, "includeTopicAuthorizedOperations": False}
-    topics = admin.call(METADATA, body)["topics"]
+    topics = admin.call(ApiKey.METADATA, body)["topics"]
     names = sorted(t["name"] for t in topics if not (args.exclude_internal and t.get("isInternal")))
     if args.topic is None:
         return names
@@ -206,14 +204,14 @@ def _describe_partitions(admin: AdminClient, names: list[str]) -> dict[str, dict
     """DescribeTopicPartitions, or Metadata from a broker without it (a ZooKeeper-mode 3.x broker:
     Kafka's Admin falls back the same way; there is no ELR then)."""
     topics: dict[str, dict[str, Any]] = {}
-    if not any(k["apiKey"] == DESCRIBE_TOPIC_PARTITIONS for k in admin.api_versions()["apiKeys"]):
-        value = admin.call(METADATA, {"topics": [{"name": n, "topicId": uuid.UUID(int=0)} for n in names],
-                                      "allowAutoTopicCreation": False,
-                                      "includeTopicAuthorizedOperations": False})
+    if not any(k["apiKey"] == ApiKey.DESCRIBE_TOPIC_PARTITIONS for k in admin.api_versions()["apiKeys"]):
+        request = {"topics": [{"name": n, "topicId": uuid.UUID(int=0)} for n in names],
+                   "allowAutoTopicCreation": False, "includeTopicAuthorizedOperations": False}
+        value = admin.call(ApiKey.METADATA, request)
         return {t["name"]: t for t in value["topics"]}
     body = {"topics": [{"name": n} for n in names], "responsePartitionLimit": 2000, "cursor": None}
     while True:
-        value = admin.call(DESCRIBE_TOPIC_PARTITIONS, body)
+        value = admin.call(ApiKey.DESCRIBE_TOPIC_PARTITIONS, body)
         for t in value["topics"]:
             seen = topics.setdefault(t["name"], {**t, "partitions": []})
             seen["partitions"] += t["partitions"]
@@ -286,7 +284,7 @@ def _non_default_configs(admin: AdminClient, names: list[str]) -> dict[str, dict
         "includeDocumentation": False,
     }
     out: dict[str, dict[str, str]] = {}
-    for result in admin.call(DESCRIBE_CONFIGS, body)["results"]:
+    for result in admin.call(ApiKey.DESCRIBE_CONFIGS, body)["results"]:
         out[result["resourceName"]] = {
             c["name"]: "null" if c["value"] is None else c["value"]
             for c in result["configs"]
@@ -307,7 +305,7 @@ def _alter(admin: AdminClient, names: list[str], args: argparse.Namespace) -> in
             "assignments": None if assignment is None else [{"brokerIds": ids} for ids in assignment],
         }
         [result] = admin.call(
-            CREATE_PARTITIONS, {"topics": [topic], "timeoutMs": 30000, "validateOnly": False}
+            ApiKey.CREATE_PARTITIONS, {"topics": [topic], "timeoutMs": 30000, "validateOnly": False}
         )["results"]
         error = _result_error(result)
         if error is not None:
@@ -324,7 +322,7 @@ def _delete(admin: AdminClient, names: list[str], args: argparse.Namespace) -> i
             "topics": [{"name": n, "topicId": uuid.UUID(int=0)} for n in names],
             "timeoutMs": 30000,
         }
-        for result in admin.call(DELETE_TOPICS, body)["responses"]:
+        for result in admin.call(ApiKey.DELETE_TOPICS, body)["responses"]:
             error = _result_error(result)
             if error is not None:
                 raise TopicCommandError(error)

@@ -8,11 +8,10 @@ from typing import Any
 
 from kraftwerk.controller.effects import Body
 from kraftwerk.image.model import MetadataImage
-from kraftwerk.image.replay import KRAFT_VERSION
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.protocol.registry import all_specs, by_api_key, lookup_record
 from kraftwerk.protocol.schema import Kind
-from kraftwerk.versions.features import VersionRange
+from kraftwerk.versions.features import KRAFT_VERSION, VersionRange
 from kraftwerk.versions.metadata_version import FEATURE_NAME
 from kraftwerk.versions.software import SoftwareVersion
 

@@ -30,7 +30,7 @@ from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.protocol.messages.features import UpdateFeaturesRequest
 from kraftwerk.protocol.routing import Request
-from kraftwerk.versions.features import VersionRange
+from kraftwerk.versions.features import KRAFT_VERSION, VersionRange
 from kraftwerk.versions.metadata_version import FEATURE_NAME, MetadataVersion
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ class FeatureControlManager:
         against the levels about to commit."""
         finalized = dict(self._c.image.features.finalized)
         if self._c.kraft_version > 0:
-            finalized[fc.KRAFT_VERSION] = self._c.kraft_version
+            finalized[KRAFT_VERSION] = self._c.kraft_version
         err = fc.registration_feature_error(ranges, mv, finalized)
         if err is None and self.inflight_levels:  # and against the levels about to commit
             pending = {**finalized, **self.inflight_levels}
@@ -96,7 +96,7 @@ class FeatureControlManager:
             mv = MetadataVersion.from_feature_level(inflight_mv)
         finalized = dict(image.features.finalized)
         finalized.update(
-            {n: v for n, v in self.inflight_levels.items() if n not in (FEATURE_NAME, fc.KRAFT_VERSION)}
+            {n: v for n, v in self.inflight_levels.items() if n not in (FEATURE_NAME, KRAFT_VERSION)}
         )
         controllers = tuple(
             fc.NodeSupport(reg.id, ranges_of(reg.supported_features))

@@ -27,7 +27,7 @@ from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.protocol.registry import lookup_record
 from kraftwerk.versions import features as feature_catalogue
 from kraftwerk.versions.errors import FeatureDependencyError, UnknownFeatureLevelError, VersionError
-from kraftwerk.versions.features import VersionRange
+from kraftwerk.versions.features import KRAFT_VERSION, VersionRange
 from kraftwerk.versions.metadata_version import (
     FEATURE_NAME,
     LATEST_TESTING,
@@ -38,7 +38,6 @@ from kraftwerk.versions.metadata_version import (
 
 log = logging.getLogger(__name__)
 
-KRAFT_VERSION = "kraft.version"
 DISABLED = VersionRange(0, 0)
 """Kafka's ``QuorumFeatures.DISABLED``: the range of a feature a node does not report."""
 

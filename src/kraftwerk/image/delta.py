@@ -51,14 +51,13 @@ from kraftwerk.image.registrations import broker_from_record, endpoints_from, fe
 from kraftwerk.native import compiled
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.versions.errors import UnknownMetadataVersionError
+from kraftwerk.versions.features import KRAFT_VERSION
 from kraftwerk.versions.metadata_version import FEATURE_NAME, MetadataVersion
 
 log = logging.getLogger(__name__)
 
 #: the compiled twin of the partition replay, or None (pure Python)
 NATIVE = compiled("kraftwerk.image._cdelta")
-
-KRAFT_VERSION = "kraft.version"
 
 UNSUPPORTED_MV_MESSAGE = (
     "Unsupported metadata version - if you are currently upgrading your cluster, please ensure the "

@@ -17,7 +17,7 @@ from kraftwerk.image.loader import MetadataBatch, load_snapshot
 from kraftwerk.image.model import EMPTY_IMAGE, MetadataImage, Provenance
 from kraftwerk.image.writer import ImageWriteResult, ImageWriterOptions, LossPolicy, write_image
 from kraftwerk.protocol.frame import MetadataRecord, decode_metadata_record
-from kraftwerk.versions.features import Feature, VersionRange
+from kraftwerk.versions.features import KRAFT_VERSION, VersionRange
 from kraftwerk.versions.metadata_version import FEATURE_NAME, MetadataVersion, check_if_metadata_changed
 from kraftwerk.versions.software import SoftwareVersion
 
@@ -65,7 +65,6 @@ class MetadataVersionChanged:
 ReplayEffect = WriteSnapshot | MetadataVersionChanged
 
 
-KRAFT_VERSION = Feature.KRAFT_VERSION.feature_name
 
 
 def as_record(item: MetadataRecord | bytes) -> MetadataRecord:

@@ -6,7 +6,7 @@ import enum
 
 
 class ApiKey(enum.IntEnum):
-    """The api keys kraftwerk sends or answers (values are Kafka's ``ApiKeys`` ids)."""
+    """The api keys kraftwerk sends, answers or frames (values are Kafka's ``ApiKeys`` ids)."""
 
     PRODUCE = 0
     FETCH = 1
@@ -15,6 +15,8 @@ class ApiKey(enum.IntEnum):
     LEADER_AND_ISR = 4
     STOP_REPLICA = 5
     UPDATE_METADATA = 6
+    CONTROLLED_SHUTDOWN = 7
+    SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
@@ -25,6 +27,7 @@ class ApiKey(enum.IntEnum):
     DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     INCREMENTAL_ALTER_CONFIGS = 44
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50

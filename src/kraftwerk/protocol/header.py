@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kraftwerk.protocol import codec
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.schema import Kind, MessageSpec, field, message
 
 REQUEST_HEADER = message(
@@ -22,13 +23,10 @@ RESPONSE_HEADER = message(
     fields=[field("CorrelationId", "int32", "0+")],
 )
 
-API_VERSIONS_KEY = 18
-CONTROLLED_SHUTDOWN_KEY = 7
-
 
 def request_header_version(spec: MessageSpec, version: int) -> int:
     """Header version Kafka uses for a request: 2 when flexible, else 1 (ControlledShutdown v0: 0)."""
-    if spec.api_key == CONTROLLED_SHUTDOWN_KEY and version == 0:
+    if spec.api_key == ApiKey.CONTROLLED_SHUTDOWN and version == 0:
         return 0
     return 2 if spec.is_flexible(version) else 1
 
@@ -36,7 +34,7 @@ def request_header_version(spec: MessageSpec, version: int) -> int:
 def response_header_version(spec: MessageSpec, version: int) -> int:
     """Header version of a response: 1 when flexible, except ApiVersions, which is always 0 so
     that a client can read it before it knows which versions the server speaks."""
-    if spec.api_key == API_VERSIONS_KEY:
+    if spec.api_key == ApiKey.API_VERSIONS:
         return 0
     return 1 if spec.is_flexible(version) else 0
 

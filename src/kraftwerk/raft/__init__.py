@@ -37,15 +37,6 @@ from kraftwerk.raft.log import (
 )
 from kraftwerk.raft.node import RaftNode
 from kraftwerk.raft.types import (
-    API_ADD_RAFT_VOTER,
-    API_API_VERSIONS,
-    API_BEGIN_QUORUM_EPOCH,
-    API_DESCRIBE_QUORUM,
-    API_END_QUORUM_EPOCH,
-    API_FETCH,
-    API_FETCH_SNAPSHOT,
-    API_REMOVE_RAFT_VOTER,
-    API_VOTE,
     METADATA_PARTITION,
     METADATA_TOPIC,
     METADATA_TOPIC_ID,
@@ -71,15 +62,6 @@ from kraftwerk.raft.types import (
 from kraftwerk.raft.voters import Voter, VoterSet
 
 __all__ = [
-    "API_ADD_RAFT_VOTER",
-    "API_API_VERSIONS",
-    "API_BEGIN_QUORUM_EPOCH",
-    "API_DESCRIBE_QUORUM",
-    "API_END_QUORUM_EPOCH",
-    "API_FETCH",
-    "API_FETCH_SNAPSHOT",
-    "API_REMOVE_RAFT_VOTER",
-    "API_VOTE",
     "METADATA_PARTITION",
     "METADATA_TOPIC",
     "METADATA_TOPIC_ID",

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kraftwerk.errors import KraftwerkError
+from kraftwerk.protocol.api_keys import ApiKey
+from kraftwerk.versions.features import Feature
 
 #: The topic and partition KRaft replicates (``__cluster_metadata-0``).
 METADATA_TOPIC = "__cluster_metadata"
@@ -21,28 +23,20 @@ METADATA_PARTITION = 0
 #: Kafka's ``Topic.CLUSTER_METADATA_TOPIC_ID`` (Uuid.METADATA_TOPIC_ID): 0...01.
 METADATA_TOPIC_ID = uuid.UUID(int=1)
 
-#: Api keys of the RPCs the core handles (and ApiVersions, which it sends to a voter being added).
-API_FETCH = 1
-API_API_VERSIONS = 18
-API_VOTE = 52
-API_BEGIN_QUORUM_EPOCH = 53
-API_END_QUORUM_EPOCH = 54
-API_DESCRIBE_QUORUM = 55
-API_FETCH_SNAPSHOT = 59
-API_ADD_RAFT_VOTER = 80
-API_REMOVE_RAFT_VOTER = 81
-
 #: The request version the core builds for each api key (the runtime encodes at this version;
 #: Vote v2 is the first with KIP-996 PreVote, Fetch v17 carries ReplicaState and topic ids).
 REQUEST_VERSIONS: dict[int, int] = {
-    API_FETCH: 17,
-    API_VOTE: 2,
-    API_BEGIN_QUORUM_EPOCH: 1,
-    API_END_QUORUM_EPOCH: 1,
-    API_FETCH_SNAPSHOT: 1,
-    API_DESCRIBE_QUORUM: 2,
-    API_API_VERSIONS: 4,
+    ApiKey.FETCH: 17,
+    ApiKey.VOTE: 2,
+    ApiKey.BEGIN_QUORUM_EPOCH: 1,
+    ApiKey.END_QUORUM_EPOCH: 1,
+    ApiKey.FETCH_SNAPSHOT: 1,
+    ApiKey.DESCRIBE_QUORUM: 2,
+    ApiKey.API_VERSIONS: 4,
 }
+
+#: The production kraft.version levels (the default range a replica supports).
+_KRAFT_LEVELS = Feature.KRAFT_VERSION.supported_version_range(unstable=False)
 
 #: Codec dicts (camelCase keys), exactly what ``kraftwerk.protocol.codec`` encodes and decodes.
 Body = dict[str, Any]
@@ -133,7 +127,7 @@ class RaftConfig:
     #: The voters' endpoints, written into the VotersRecord of a kraft.version 0 -> 1 upgrade.
     voter_endpoints: tuple[VoterEndpoint, ...] = ()
     #: The kraft.version levels this software supports (the VotersRecord's KRaftVersionFeature).
-    kraft_version_range: tuple[int, int] = (0, 1)
+    kraft_version_range: tuple[int, int] = (_KRAFT_LEVELS.min, _KRAFT_LEVELS.max)
     #: ``controller.quorum.bootstrap.servers`` (host, port): where an observer of a dynamic quorum
     #: looks for the leader; the core names them with ids -2, -3, ... (Kafka's bootstrap node ids).
     bootstrap_servers: tuple[tuple[str, int], ...] = ()

@@ -38,6 +38,7 @@ from typing import Any
 
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.protocol import codec, header, registry
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.errors import ProtocolError
 from kraftwerk.protocol.sasl_mechanisms import SaslAuthenticationError
@@ -46,16 +47,6 @@ from kraftwerk.runtime.client_security import PLAINTEXT, ClientSecurity
 
 log = logging.getLogger(__name__)
 
-API_VERSIONS = 18
-DESCRIBE_ACLS = 29
-CREATE_ACLS = 30
-DELETE_ACLS = 31
-DESCRIBE_USER_SCRAM_CREDENTIALS = 50
-ALTER_USER_SCRAM_CREDENTIALS = 51
-UPDATE_FEATURES = 57
-DESCRIBE_CLUSTER = 60
-ADD_RAFT_VOTER = 80
-REMOVE_RAFT_VOTER = 81
 _SIZE = struct.Struct(">i")
 _MAX_RESPONSE_BYTES = 100 * 1024 * 1024
 
@@ -240,8 +231,8 @@ class Connection:
         return frame[pos:]
 
     def _negotiate(self) -> None:
-        request = registry.by_api_key(Kind.REQUEST, API_VERSIONS)
-        response = registry.by_api_key(Kind.RESPONSE, API_VERSIONS)
+        request = registry.by_api_key(Kind.REQUEST, ApiKey.API_VERSIONS)
+        response = registry.by_api_key(Kind.RESPONSE, ApiKey.API_VERSIONS)
         version = request.valid_versions.highest
         assert version is not None
         for _ in range(2):
@@ -251,9 +242,9 @@ class Connection:
             if error_code == Errors.UNSUPPORTED_VERSION.code:
                 value = codec.decode(response, 0, data)
                 theirs = {k["apiKey"]: k["maxVersion"] for k in value["apiKeys"]}
-                if API_VERSIONS not in theirs:
+                if ApiKey.API_VERSIONS not in theirs:
                     break
-                version = min(version, theirs[API_VERSIONS])
+                version = min(version, theirs[ApiKey.API_VERSIONS])
                 continue
             try:
                 value = codec.decode(response, version, data)
@@ -390,12 +381,12 @@ class AdminClient:
         return self._describe_cluster(self.any_node())
 
     def _describe_cluster(self, conn: Connection) -> ClusterDescription:
-        version = conn.usable_version(DESCRIBE_CLUSTER)
+        version = conn.usable_version(ApiKey.DESCRIBE_CLUSTER)
         if self.controllers and version < 1:
             raise AdminClientError("The controller does not support DescribeCluster with EndpointType")
         body = {"includeClusterAuthorizedOperations": False, "endpointType": 2 if self.controllers else 1,
                 "includeFencedBrokers": True}
-        _, value = self._call(conn, DESCRIBE_CLUSTER, body, version)
+        _, value = self._call(conn, ApiKey.DESCRIBE_CLUSTER, body, version)
         if value["errorCode"] != 0:
             error = Errors.for_code(value["errorCode"])
             text = value.get("errorMessage") or error.message or error.name
@@ -474,7 +465,7 @@ class AdminClient:
         while True:
             try:
                 conn = self._controller()
-                version = conn.usable_version(UPDATE_FEATURES)
+                version = conn.usable_version(ApiKey.UPDATE_FEATURES)
                 body = update_features_body(updates, version, validate_only=validate_only,
                                             timeout_ms=timeout)
                 if skip_config_audit:
@@ -482,7 +473,7 @@ class AdminClient:
                         raise UnsupportedOptionError("--skip-config-audit needs a kraftwerk controller "
                                                      "(UpdateFeatures v3)")
                     body["skipConfigAudit"] = True
-                _, value = self._call(conn, UPDATE_FEATURES, body, version)
+                _, value = self._call(conn, ApiKey.UPDATE_FEATURES, body, version)
             except (MismatchedEndpointTypeError, UnsupportedOptionError):
                 raise
             except AdminClientError as exc:
@@ -499,25 +490,25 @@ class AdminClient:
     def describe_user_scram_credentials(self, users: Sequence[str] = ()) -> codec.Value:
         """DescribeUserScramCredentials (every user when ``users`` is empty)."""
         body = {"users": [{"name": u} for u in users] or None}
-        return self._call(self.any_node(), DESCRIBE_USER_SCRAM_CREDENTIALS, body)[1]
+        return self._call(self.any_node(), ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, body)[1]
 
     def alter_user_scram_credentials(self, deletions: Sequence[codec.Value],
                                      upsertions: Sequence[codec.Value]) -> codec.Value:
         """AlterUserScramCredentials (a broker forwards it; a controller must be the active one)."""
         body = {"deletions": list(deletions), "upsertions": list(upsertions)}
-        return self._call(self._controller(), ALTER_USER_SCRAM_CREDENTIALS, body)[1]
+        return self._call(self._controller(), ApiKey.ALTER_USER_SCRAM_CREDENTIALS, body)[1]
 
     def describe_acls(self, acl_filter: codec.Value) -> codec.Value:
         """DescribeAcls (answered from any node's image)."""
-        return self._call(self.any_node(), DESCRIBE_ACLS, dict(acl_filter))[1]
+        return self._call(self.any_node(), ApiKey.DESCRIBE_ACLS, dict(acl_filter))[1]
 
     def create_acls(self, creations: Sequence[codec.Value]) -> codec.Value:
         """CreateAcls (a broker forwards it; a controller must be the active one)."""
-        return self._call(self._controller(), CREATE_ACLS, {"creations": list(creations)})[1]
+        return self._call(self._controller(), ApiKey.CREATE_ACLS, {"creations": list(creations)})[1]
 
     def delete_acls(self, filters: Sequence[codec.Value]) -> codec.Value:
         """DeleteAcls (a broker forwards it; a controller must be the active one)."""
-        return self._call(self._controller(), DELETE_ACLS, {"filters": list(filters)})[1]
+        return self._call(self._controller(), ApiKey.DELETE_ACLS, {"filters": list(filters)})[1]
 
     def add_raft_voter(self, voter_id: int, directory_id: uuid.UUID,
                        endpoints: Sequence[tuple[str, str, int]], timeout_ms: int = 30_000) -> UpdateResult:
@@ -525,12 +516,12 @@ class AdminClient:
         body = {"clusterId": None, "timeoutMs": timeout_ms, "voterId": voter_id,
                 "voterDirectoryId": directory_id, "ackWhenCommitted": True,
                 "listeners": [{"name": n, "host": h, "port": p} for n, h, p in endpoints]}
-        return self._voter_change(ADD_RAFT_VOTER, body)
+        return self._voter_change(ApiKey.ADD_RAFT_VOTER, body)
 
     def remove_raft_voter(self, voter_id: int, directory_id: uuid.UUID) -> UpdateResult:
         """Kafka's ``Admin.removeRaftVoter``."""
         body = {"clusterId": None, "voterId": voter_id, "voterDirectoryId": directory_id}
-        return self._voter_change(REMOVE_RAFT_VOTER, body)
+        return self._voter_change(ApiKey.REMOVE_RAFT_VOTER, body)
 
     def _voter_change(self, api_key: int, body: codec.Value) -> UpdateResult:
         """Send a voter change to the active controller; NOT_LEADER_OR_FOLLOWER (a leader change on

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kraftwerk.config.errors import ConfigError
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.errors import ProtocolError
 from kraftwerk.protocol.sasl_mechanisms import (
     MECHANISMS,
@@ -21,8 +22,6 @@ from kraftwerk.protocol.sasl_mechanisms import (
 )
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_HANDSHAKE = 17
-SASL_AUTHENTICATE = 36
 
 #: A request on the connection being set up (api key, version, body) and its sender.
 Request = tuple[int, int, dict[str, Any]]
@@ -53,7 +52,7 @@ class ClientSecurity:
         (sans-I/O: a blocking and an asyncio client drive the same steps). SaslAuthenticationError
         with the broker's text when it refuses."""
         assert self.mechanism is not None
-        handshake = yield SASL_HANDSHAKE, 1, {"mechanism": self.mechanism}
+        handshake = yield ApiKey.SASL_HANDSHAKE, 1, {"mechanism": self.mechanism}
         if handshake["errorCode"]:
             offered = ", ".join(str(m) for m in handshake.get("mechanisms") or ())
             raise SaslAuthenticationError(f"Unsupported SASL mechanism {self.mechanism} (the broker offers "
@@ -90,7 +89,7 @@ class ClientSecurity:
 
 def _authenticate(token: bytes, tokens: list[bytes]) -> Generator[Request, Mapping[str, Any], None]:
     """One SaslAuthenticate round: the server's token is appended to ``tokens``."""
-    answer = yield SASL_AUTHENTICATE, 1, {"authBytes": token}
+    answer = yield ApiKey.SASL_AUTHENTICATE, 1, {"authBytes": token}
     if answer["errorCode"]:
         raise SaslAuthenticationError(str(answer.get("errorMessage") or "SASL authentication failed"))
     tokens.append(bytes(answer["authBytes"]))

@@ -13,13 +13,13 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.records.batch import Header, iter_batches
 from kraftwerk.records.builder import RecordsBuilder
 from kraftwerk.records.types import CompressionType
 from kraftwerk.runtime.admin_client import AdminClient, AdminClientError, Connection
 
-PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
 EARLIEST, LATEST = -2, -1
 RETRIABLE = frozenset({Errors.NOT_LEADER_OR_FOLLOWER, Errors.LEADER_NOT_AVAILABLE,
                        Errors.UNKNOWN_TOPIC_OR_PARTITION,
@@ -99,7 +99,7 @@ class DataClient:
         deadline = time.monotonic() + self.timeout_s
         while True:
             conn = self.admin.any_node()
-            _, body = conn.request(METADATA, {"topics": [{"name": topic, "topicId": uuid.UUID(int=0)}],
+            _, body = conn.request(ApiKey.METADATA, {"topics": [{"name": topic, "topicId": uuid.UUID(int=0)}],
                                               "allowAutoTopicCreation": False,
                                               "includeTopicAuthorizedOperations": False})
             brokers = {b["nodeId"]: (b["host"], b["port"]) for b in body["brokers"]}
@@ -130,7 +130,7 @@ class DataClient:
             body = {"transactionalId": None, "acks": acks, "timeoutMs": int(self.timeout_s * 1000),
                     "topicData": [{"name": topic, "topicId": self.topic_ids[topic],
                                    "partitionData": [{"index": partition, "records": records}]}]}
-            _, response = conn.request(PRODUCE, body)
+            _, response = conn.request(ApiKey.PRODUCE, body)
             p = response["responses"][0]["partitionResponses"][0]
             error = Errors.for_code(p["errorCode"])
             if error is Errors.NONE:
@@ -142,7 +142,7 @@ class DataClient:
 
     def list_offset(self, topic: str, partition: int, timestamp: int) -> int:
         conn = self.leaders(topic)[partition]
-        _, body = conn.request(LIST_OFFSETS, {"replicaId": -1, "isolationLevel": 0, "timeoutMs": 0,
+        _, body = conn.request(ApiKey.LIST_OFFSETS, {"replicaId": -1, "isolationLevel": 0, "timeoutMs": 0,
                                               "topics": [
             {"name": topic, "partitions": [{"partitionIndex": partition, "currentLeaderEpoch": -1,
                                             "timestamp": timestamp}]}]})
@@ -156,7 +156,7 @@ class DataClient:
               ) -> tuple[list[Consumed], int]:
         """Records from ``offset`` (at most one response's worth) and the high watermark."""
         conn = self.leaders(topic)[partition]
-        version = conn.usable_version(FETCH)
+        version = conn.usable_version(ApiKey.FETCH)
         tid = self.topic_ids[topic]
         body = {"replicaId": -1, "maxWaitMs": max_wait_ms, "minBytes": 1, "maxBytes": 50 << 20,
                 "isolationLevel": 0, "sessionId": 0, "sessionEpoch": -1, "forgottenTopicsData": [],
@@ -164,7 +164,7 @@ class DataClient:
                 "topics": [{"topic": topic, "topicId": tid, "partitions": [
                     {"partition": partition, "currentLeaderEpoch": -1, "fetchOffset": offset,
                      "lastFetchedEpoch": -1, "logStartOffset": -1, "partitionMaxBytes": 10 << 20}]}]}
-        _, response = conn.request(FETCH, body, version)
+        _, response = conn.request(ApiKey.FETCH, body, version)
         p = response["responses"][0]["partitions"][0]
         if p["errorCode"]:
             raise AdminClientError(f"Fetch from {topic}-{partition}: {Errors.for_code(p['errorCode']).name}")

@@ -37,6 +37,7 @@ from kraftwerk.broker.replica import (
 from kraftwerk.controller.common import shape_response
 from kraftwerk.image.model import MetadataImage
 from kraftwerk.protocol import codec
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.records.convert import downconvert, upconvert
 from kraftwerk.records.errors import RecordsError
@@ -51,8 +52,9 @@ from kraftwerk.versions.software import SoftwareVersion
 
 log = logging.getLogger(__name__)
 
-PRODUCE, FETCH, LIST_OFFSETS, INIT_PRODUCER_ID, OFFSET_FOR_LEADER_EPOCH, ALTER_PARTITION = 0, 1, 2, 22, 23, 56
-DATA_API_KEYS = (PRODUCE, FETCH, LIST_OFFSETS, INIT_PRODUCER_ID, OFFSET_FOR_LEADER_EPOCH)
+DATA_API_KEYS = (
+    ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.INIT_PRODUCER_ID, ApiKey.OFFSET_FOR_LEADER_EPOCH
+)
 FOLLOWER_FETCH_VERSION = 12
 ALTER_PARTITION_VERSION = 3
 FOLLOWER_MAX_WAIT_MS = 500
@@ -67,7 +69,7 @@ def kip724_min_versions(software: SoftwareVersion) -> dict[int, int]:
     """The lowest Produce, Fetch and ListOffsets versions this software parses (KIP-896 removed the
     rest in 4.0)."""
     if int(software.release.split(".")[0]) >= 4:
-        return {PRODUCE: 3, FETCH: 4, LIST_OFFSETS: 1}
+        return {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4, ApiKey.LIST_OFFSETS: 1}
     return {}
 
 
@@ -105,8 +107,8 @@ class DataPlane:
         """What ApiVersions advertises: the accepted versions, except that Produce stays advertised
         from v0 (KAFKA-18659: librdkafka refuses a broker without it)."""
         out = DataPlane.accepted_ranges(declared, software)
-        if PRODUCE in out:
-            out[PRODUCE] = (declared[PRODUCE][0], out[PRODUCE][1])
+        if ApiKey.PRODUCE in out:
+            out[ApiKey.PRODUCE] = (declared[ApiKey.PRODUCE][0], out[ApiKey.PRODUCE][1])
         return out
 
     @staticmethod
@@ -239,13 +241,13 @@ class DataPlane:
 
     async def handle(self, api_key: int, version: int, body: Mapping[str, Any]) -> codec.Value | None:
         """The response body at ``version`` (None: Produce with acks=0 gets no response)."""
-        if api_key == PRODUCE:
+        if api_key == ApiKey.PRODUCE:
             response = await self._produce(version, body)
-        elif api_key == FETCH:
+        elif api_key == ApiKey.FETCH:
             response = await self._fetch(version, body)
-        elif api_key == LIST_OFFSETS:
+        elif api_key == ApiKey.LIST_OFFSETS:
             response = self._list_offsets(version, body)
-        elif api_key == OFFSET_FOR_LEADER_EPOCH:
+        elif api_key == ApiKey.OFFSET_FOR_LEADER_EPOCH:
             response = self._offset_for_leader_epoch(body)
         else:
             response = self._init_producer_id(body)
@@ -543,7 +545,7 @@ class DataPlane:
         body = alter_partition_body(self.node_id, self._broker_epoch(), changes, epochs,
                                     ALTER_PARTITION_VERSION)
         try:
-            response = await self._controller_request(ALTER_PARTITION, ALTER_PARTITION_VERSION, body)
+            response = await self._controller_request(ApiKey.ALTER_PARTITION, ALTER_PARTITION_VERSION, body)
         except NetworkError as exc:
             log.info("[Partition broker=%d] AlterPartition failed: %s", self.node_id, exc)
             for c in changes:
@@ -595,7 +597,7 @@ class DataPlane:
                 continue
             body = self._follower_fetch_body(followed)
             try:
-                response = await client.request(FETCH, FOLLOWER_FETCH_VERSION, body, timeout_s=10)
+                response = await client.request(ApiKey.FETCH, FOLLOWER_FETCH_VERSION, body, timeout_s=10)
                 useful = self._apply_fetch(response, followed)
             except NetworkError as exc:
                 log.debug("fetch from leader %d failed: %s", leader_id, exc)

@@ -28,8 +28,6 @@ from kraftwerk.protocol.registry import by_api_key
 from kraftwerk.protocol.schema import Kind, field, message
 from kraftwerk.runtime.errors import NetworkError
 
-ENVELOPE = 58
-
 DEFAULT_PRINCIPAL_DATA = message(
     "DefaultPrincipalData", -1, Kind.DATA, valid="0", flexible="0+",
     # clients/src/main/resources/common/message/DefaultPrincipalData.json
@@ -117,7 +115,6 @@ def unwrap_response(api_key: int, version: int, envelope_response: codec.Value) 
 
 __all__ = [
     "DEFAULT_PRINCIPAL_DATA",
-    "ENVELOPE",
     "ForwardingError",
     "Unwrapped",
     "client_address_bytes",

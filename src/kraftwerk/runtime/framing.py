@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kraftwerk.protocol import codec, header, registry
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.errors import ProtocolError, UnknownMessageError
 from kraftwerk.protocol.schema import Kind, MessageSpec
@@ -20,7 +21,6 @@ from kraftwerk.runtime.errors import FrameTooLargeError, NetworkError
 #: Kafka's ``socket.request.max.bytes`` default (100 MiB).
 DEFAULT_MAX_FRAME_BYTES = 104_857_600
 SIZE = struct.Struct(">i")
-API_VERSIONS_KEY = 18
 
 
 class InvalidRequestError(NetworkError):
@@ -92,7 +92,7 @@ def parse_request(frame: bytes, supported: Mapping[int, tuple[int, int]]) -> Par
     if limits is None:
         raise InvalidRequestError(f"{spec.api_name} is not served on this listener", api_key, api_version)
     low, high = limits
-    too_new_api_versions = api_key == API_VERSIONS_KEY and api_version > high
+    too_new_api_versions = api_key == ApiKey.API_VERSIONS and api_version > high
     if not too_new_api_versions and not low <= api_version <= high:
         raise InvalidRequestError(f"Unsupported version {api_version} of {spec.api_name} (supported "
                                   f"{low}-{high})", api_key, api_version)
@@ -130,7 +130,7 @@ def unsupported_api_versions_response(high: int) -> dict[str, Any]:
     and only ApiVersions' own range so the client can retry at a version we speak."""
     return {
         "errorCode": Errors.UNSUPPORTED_VERSION.code,
-        "apiKeys": [{"apiKey": API_VERSIONS_KEY, "minVersion": 0, "maxVersion": high}],
+        "apiKeys": [{"apiKey": ApiKey.API_VERSIONS, "minVersion": 0, "maxVersion": high}],
     }
 
 

@@ -67,6 +67,7 @@ from kraftwerk.runtime.server import KafkaServer, Request
 from kraftwerk.storage.lock import LogDirLock
 from kraftwerk.storage.metadata_log import read_bootstrap
 from kraftwerk.storage.properties import read_meta_properties
+from kraftwerk.versions.features import KRAFT_VERSION
 
 log = logging.getLogger("kraftwerk.node")
 
@@ -75,6 +76,8 @@ FENCED_FILE = "kraftwerk.fenced"
 BOOTSTRAP_FILE = "bootstrap.checkpoint"
 APPEND_COMMIT_TIMEOUT_S = 10.0
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 5.0
+RESIGN_TIMEOUT_S = 1.0
+"""How long a stopping leader waits for the voters to answer its EndQuorumEpoch."""
 CONTROLLER_REGISTRATION_RETRY_MS = 1000
 CLUSTER_ID_PROBE_INTERVAL_MS = 30_000
 ZK_MIGRATION_TIMEOUT_S = 5.0
@@ -151,7 +154,7 @@ class Node:
         raft_log, state_store = open_metadata_log(self.metadata_dir, config.voter_ids)
         listener = config.controller_listener_names[0] if config.controller_listener_names else None
         meta = read_meta_properties(self.metadata_dir / "meta.properties")
-        supported = config.software.supported_features().get("kraft.version")
+        supported = config.software.supported_features().get(KRAFT_VERSION)
         kraft_range = (supported.min, supported.max) if supported is not None else (0, 0)
         raft_config = RaftConfig(
             node_id=config.node_id, voters=config.voter_ids, cluster_id=self.cluster_id,
@@ -334,6 +337,8 @@ class Node:
                 await asyncio.wait_for(self._shutdown_done.wait(), CONTROLLED_SHUTDOWN_TIMEOUT_S)
             log.info("[BrokerServer id=%d] Controlled shutdown %s.", self.config.node_id,
                      "complete" if broker.is_shutdown_complete else "timed out")
+        if self.raft is not None and self.exit_code == 0:
+            await self.raft.resign(RESIGN_TIMEOUT_S)
         for task in list(self._tasks):
             task.cancel()
         for server in self.servers:

@@ -32,18 +32,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kraftwerk.protocol import codec
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.registry import by_api_key
 from kraftwerk.protocol.schema import Kind
 from kraftwerk.raft import (
-    API_ADD_RAFT_VOTER,
-    API_BEGIN_QUORUM_EPOCH,
-    API_DESCRIBE_QUORUM,
-    API_END_QUORUM_EPOCH,
-    API_FETCH,
-    API_FETCH_SNAPSHOT,
-    API_REMOVE_RAFT_VOTER,
-    API_VOTE,
     Committed,
     NotLeaderError,
     RaftNode,
@@ -63,14 +56,14 @@ _INCONSISTENT_CLUSTER_ID = Errors.INCONSISTENT_CLUSTER_ID.code
 
 #: The raft RPCs a controller listener serves: (min, max) versions we accept from peers and tools.
 RAFT_APIS: dict[int, tuple[int, int]] = {
-    API_FETCH: (17, 17),
-    API_VOTE: (0, 2),
-    API_BEGIN_QUORUM_EPOCH: (0, 1),
-    API_END_QUORUM_EPOCH: (0, 1),
-    API_DESCRIBE_QUORUM: (0, 2),
-    API_FETCH_SNAPSHOT: (0, 1),
-    API_ADD_RAFT_VOTER: (0, 1),
-    API_REMOVE_RAFT_VOTER: (0, 0),
+    ApiKey.FETCH: (17, 17),
+    ApiKey.VOTE: (0, 2),
+    ApiKey.BEGIN_QUORUM_EPOCH: (0, 1),
+    ApiKey.END_QUORUM_EPOCH: (0, 1),
+    ApiKey.DESCRIBE_QUORUM: (0, 2),
+    ApiKey.FETCH_SNAPSHOT: (0, 1),
+    ApiKey.ADD_RAFT_VOTER: (0, 1),
+    ApiKey.REMOVE_RAFT_VOTER: (0, 0),
 }
 
 
@@ -81,16 +74,16 @@ def wall_clock_ms() -> int:
 def source_of(api_key: int, body: codec.Value) -> int:
     """The sending replica's id as the request body names it (-1 when it names none: tools)."""
     try:
-        if api_key == API_FETCH:
+        if api_key == ApiKey.FETCH:
             state: dict[str, Any] = body.get("replicaState") or {}
             replica: Any = state.get("replicaId", body.get("replicaId", -1))
             return int(replica)
-        if api_key == API_FETCH_SNAPSHOT:
+        if api_key == ApiKey.FETCH_SNAPSHOT:
             return int(body.get("replicaId", -1))
         partition = body["topics"][0]["partitions"][0]
-        if api_key == API_VOTE:
+        if api_key == ApiKey.VOTE:
             return int(partition.get("replicaId", partition.get("candidateId", -1)))
-        if api_key in (API_BEGIN_QUORUM_EPOCH, API_END_QUORUM_EPOCH):
+        if api_key in (ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH):
             return int(partition.get("leaderId", -1))
     except (KeyError, IndexError, TypeError, ValueError):
         pass
@@ -139,6 +132,16 @@ class RaftHost:
 
     def start(self) -> None:
         self._timer = asyncio.create_task(self._timer_loop(), name="raft-timer")
+
+    async def resign(self, timeout_s: float) -> None:
+        """Hand leadership over before a clean stop: EndQuorumEpoch to every other voter, then
+        wait (at most ``timeout_s``) until each has answered."""
+        if not self.node.resign(self.clock()):
+            return
+        self._apply(self.node.take_effects())
+        deadline = time.monotonic() + timeout_s
+        while self.node.resigning and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
 
     async def close(self) -> None:
         self.closed = True

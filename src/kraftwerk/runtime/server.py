@@ -34,6 +34,7 @@ from typing import Protocol
 
 from kraftwerk.controller.authorizer import ANONYMOUS
 from kraftwerk.protocol import codec
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.sasl_mechanisms import PlainServer, SaslAuthenticationError, ScramServer
 from kraftwerk.runtime import framing
@@ -44,12 +45,9 @@ from kraftwerk.runtime.security import ListenerSecurity
 log = logging.getLogger(__name__)
 request_log = logging.getLogger("kraftwerk.request")
 
-API_VERSIONS = framing.API_VERSIONS_KEY
-SASL_HANDSHAKE = 17
-SASL_AUTHENTICATE = 36
 #: What a SASL listener serves besides the node's APIs. SaslHandshake v0 (raw tokens on the socket,
 #: before KIP-152) is not served: every client since Kafka 1.0 sends v1.
-SASL_APIS: Mapping[int, tuple[int, int]] = {SASL_HANDSHAKE: (1, 1), SASL_AUTHENTICATE: (0, 2)}
+SASL_APIS: Mapping[int, tuple[int, int]] = {ApiKey.SASL_HANDSHAKE: (1, 1), ApiKey.SASL_AUTHENTICATE: (0, 2)}
 
 #: Requests a single connection may have in flight before we stop reading from it (Kafka mutes a
 #: channel after one; we allow pipelining but keep memory bounded).
@@ -171,7 +169,7 @@ class _Connection:
                 raise NetworkError("idle in the middle of a frame")
             supported = self.server.handler.supported_apis(self.server.listener)
             if not self.authenticated:
-                supported = {API_VERSIONS: supported[API_VERSIONS], **SASL_APIS}
+                supported = {ApiKey.API_VERSIONS: supported[ApiKey.API_VERSIONS], **SASL_APIS}
             try:
                 parsed = framing.parse_request(frame, supported)
             except framing.InvalidRequestError as exc:
@@ -193,7 +191,7 @@ class _Connection:
         """Answer a SaslHandshake or SaslAuthenticate (Kafka's ``SaslServerAuthenticator``): the
         response body, and whether the connection stays open."""
         security = self.server.security
-        if parsed.header.api_key == SASL_HANDSHAKE:
+        if parsed.header.api_key == ApiKey.SASL_HANDSHAKE:
             mechanism = parsed.body["mechanism"]
             self.mechanism = security.authenticator(mechanism)
             if self.mechanism is None:
@@ -233,12 +231,12 @@ class _Connection:
     async def _dispatch(self, parsed: framing.ParsedRequest) -> codec.Value | None:
         head = parsed.header
         if parsed.unsupported_api_versions:
-            high = self.server.handler.supported_apis(self.server.listener)[framing.API_VERSIONS_KEY][1]
+            high = self.server.handler.supported_apis(self.server.listener)[ApiKey.API_VERSIONS][1]
             return framing.unsupported_api_versions_response(high)
         request = Request(head.api_key, head.api_version, head.correlation_id, head.client_id, parsed.body,
                           self.info)
         body = await self.server.handler.handle(request)
-        if head.api_key == API_VERSIONS and self.server.security.sasl and body is not None:
+        if head.api_key == ApiKey.API_VERSIONS and self.server.security.sasl and body is not None:
             sasl = [{"apiKey": k, "minVersion": lo, "maxVersion": hi} for k, (lo, hi) in SASL_APIS.items()]
             body = {**body, "apiKeys": [*body["apiKeys"], *sasl]}
         return body

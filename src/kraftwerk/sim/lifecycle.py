@@ -36,7 +36,6 @@ from kraftwerk.controller.activation import default_bootstrap_records
 from kraftwerk.controller.effects import (
     WriteSnapshot,
 )
-from kraftwerk.controller.features import KRAFT_VERSION
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.image.replay import as_record
 from kraftwerk.protocol.api_keys import ApiKey
@@ -69,6 +68,7 @@ from kraftwerk.sim.lifecycle_workload import (
     schedule_mix,
 )
 from kraftwerk.sim.world import LinkFaults
+from kraftwerk.versions.features import KRAFT_VERSION
 from kraftwerk.versions.metadata_version import FEATURE_NAME, MetadataVersion
 from kraftwerk.versions.software import LATEST_RELEASE, SoftwareVersion
 

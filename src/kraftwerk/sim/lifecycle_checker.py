@@ -48,14 +48,12 @@ from kraftwerk.config import ConfigResourceType, violations_at
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.sim.checker import InvariantViolation
 from kraftwerk.versions import features as feature_catalogue
-from kraftwerk.versions.features import VersionRange
+from kraftwerk.versions.features import KRAFT_VERSION, VersionRange
 from kraftwerk.versions.metadata_version import (
     FEATURE_NAME,
     MINIMUM_BOOTSTRAP_VERSION,
     MetadataVersion,
 )
-
-KRAFT_VERSION = "kraft.version"
 
 LEVELS_INVARIANT = "finalized levels change only through committed records"
 BROKER_INVARIANT = "no committed level unsupported by a live registered broker"

@@ -24,6 +24,7 @@ from kraftwerk.sim.lifecycle_types import (
     UpdateOutcome,
 )
 from kraftwerk.sim.world import LinkFaults
+from kraftwerk.versions.features import KRAFT_VERSION
 from kraftwerk.versions.metadata_version import FEATURE_NAME
 from kraftwerk.versions.software import LATEST_RELEASE
 
@@ -73,7 +74,7 @@ def random_update(
         return [("no.such.feature", 1, 1)], validate_only
     if bad == "direction":
         return [(FEATURE_NAME, rng.choice(lower or [mv]), 1)], validate_only
-    return [("kraft.version", 1, 1)], validate_only
+    return [(KRAFT_VERSION, 1, 1)], validate_only
 
 
 def _fault(sim: LifecycleSim, rng: random.Random, kind: str) -> None:

@@ -44,9 +44,9 @@ log = logging.getLogger(__name__)
 
 #: distributions every PySpark executor has: never shipped, nor what they pull in
 EXECUTOR_PROVIDES = frozenset({"pyspark", "py4j", "pyarrow"})
-#: kraftwerk dependencies that only the driver's command line uses (terminal output, the ZooKeeper
-#: client of ``migration``'s reader)
-DRIVER_ONLY = frozenset({"rich", "kazoo"})
+#: kraftwerk dependencies that only the driver's command line and node processes use (terminal
+#: output, the ZooKeeper client of ``migration``'s reader, a node's metrics endpoint)
+DRIVER_ONLY = frozenset({"rich", "kazoo", "prometheus-client"})
 #: bundles of each kind kept in the cache (the most recently used ones), and how long an older one
 #: stays (Spark serves a running application's executors from the cached file itself)
 KEEP = 4

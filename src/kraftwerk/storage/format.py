@@ -60,13 +60,12 @@ from kraftwerk.storage.properties import (
 )
 from kraftwerk.versions import metadata_version as mvs
 from kraftwerk.versions.errors import VersionError
-from kraftwerk.versions.features import PRODUCTION_FEATURES, Feature, validate_version
+from kraftwerk.versions.features import KRAFT_VERSION, PRODUCTION_FEATURES, Feature, validate_version
 from kraftwerk.versions.metadata_version import MetadataVersion
 from kraftwerk.versions.software import SoftwareVersion
 
 log = logging.getLogger(__name__)
 
-KRAFT_VERSION = Feature.KRAFT_VERSION.feature_name
 BOOTSTRAP_SOURCE = "format command"
 
 #: Kafka's reserved Uuids: ZERO_UUID and METADATA_TOPIC_ID (never handed out by randomUuid).

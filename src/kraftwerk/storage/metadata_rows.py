@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kraftwerk.storage.metadata_scan import SEGMENT, SNAPSHOT, TORN_TAIL, MetadataRow
+from kraftwerk.versions.features import KRAFT_VERSION
 
 FEATURE_RECORDS = ("FeatureLevelRecord", "KRaftVersionRecord")
-KRAFT_VERSION = "kraft.version"
 
 
 def is_torn_tail(row: MetadataRow) -> bool:

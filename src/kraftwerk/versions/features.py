@@ -187,6 +187,10 @@ class Feature(enum.Enum):
 
 
 PRODUCTION_FEATURES: tuple[Feature, ...] = tuple(Feature)
+
+#: kraft.version's name, for the code that handles it apart from the other features (raft writes it,
+#: the image keeps it outside the finalized levels), as Kafka does.
+KRAFT_VERSION = Feature.KRAFT_VERSION.feature_name
 """Every feature, in Kafka's order (there are no test-only features in the catalogue)."""
 
 
