@@ -12,6 +12,10 @@ version, then its LeaderAndIsr / UpdateMetadata / StopReplica go out to the brok
 feeds those to its :class:`~kraftwerk.broker.zk_broker.ZkBrokerCore` and its data plane, and reloads
 ``/config/topics`` and ``/config/brokers`` on each ``/config/changes`` notification.
 
+In a KIP-866 migration (the flag and the controllers' quorum set) the broker also registers with the
+KRaft quorum (:mod:`~kraftwerk.runtime.zk_migration_link`); once ``/controller`` names a KRaft
+controller, it takes that controller's requests and forwards admin requests and AlterPartition to it.
+
 Readiness: once this broker is in its own metadata cache (the controller's UpdateMetadata reached
 it), it writes ``kraftwerk.ready`` into its first log dir, as a KRaft node does.
 """
