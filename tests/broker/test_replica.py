@@ -83,3 +83,38 @@ def test_min_insync_replicas_and_lagging_followers() -> None:
                                                            "partitionEpoch": 1})
     assert rm.check_produce(st, -1, 3) is Errors.NOT_ENOUGH_REPLICAS
     assert rm.check_produce(st, 1, 3) is Errors.NONE
+
+
+def test_high_watermark_waits_for_a_follower_whose_isr_addition_is_in_flight() -> None:
+    """Kafka's maximal ISR: once the controller commits an expansion, the new member may be elected,
+    so the HW (what acks=all answers on) must not pass its log end meanwhile (else an acknowledged
+    record exists only on replicas that a leader change can truncate)."""
+    rm = ReplicaManager(1)
+    rm.apply_image(_image(1, [1, 2]), 0)
+    st = rm.leader(TP)
+    assert not isinstance(st, Errors)
+    rm.on_follower_fetch(st, 2, 10, 10, 0, 100)
+    assert st.high_watermark == 10
+    _, expand = rm.on_follower_fetch(st, 3, 10, 10, 0, 100)  # 3 caught up: expansion in flight
+    assert expand is not None and expand.new_isr == (1, 2, 3)
+    rm.on_follower_fetch(st, 2, 15, 15, 0, 200)  # records 10..14 on leader and 2, not yet on 3
+    assert st.high_watermark == 10
+    rm.apply_image(_image(1, [1, 2, 3]), 300)  # the controller committed {1, 2, 3}
+    assert st.isr == (1, 2, 3) and st.high_watermark == 10
+    rm.on_follower_fetch(st, 3, 15, 15, 0, 400)
+    assert st.high_watermark == 15
+
+
+def test_high_watermark_keeps_counting_a_follower_whose_isr_removal_is_in_flight() -> None:
+    rm = ReplicaManager(1, replica_lag_time_max_ms=1000)
+    rm.apply_image(_image(1, [1, 2, 3]), 0)
+    st = rm.leader(TP)
+    assert not isinstance(st, Errors)
+    rm.on_follower_fetch(st, 2, 5, 5, 0, 900)
+    rm.on_follower_fetch(st, 3, 5, 5, 0, 100)
+    [shrink] = rm.lagging_followers(1500)
+    assert shrink.new_isr == (1, 2)
+    rm.on_follower_fetch(st, 2, 9, 9, 0, 1500)
+    assert st.high_watermark == 5  # until the controller removes 3, it still counts
+    rm.on_alter_partition_result(shrink, Errors.NONE, {"leaderEpoch": 0, "isr": [1, 2], "partitionEpoch": 1})
+    assert rm.update_high_watermark(st, 9) and st.high_watermark == 9

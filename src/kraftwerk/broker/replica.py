@@ -162,8 +162,11 @@ class ReplicaManager:
         return Errors.NONE
 
     def update_high_watermark(self, st: PartitionState, leader_end: int) -> bool:
-        """Move the HW to the smallest log end offset in the ISR; True if it moved."""
-        ends = [leader_end] + [st.follower_end.get(r, 0) for r in st.isr if r != self.node_id]
+        """Move the HW to the smallest log end offset in the maximal ISR (the ISR plus a member whose
+        addition is in flight: once the controller commits it, that member may be elected leader, so
+        the HW must not have passed its log end, as Kafka's ``maximalIsr``); True if it moved."""
+        members = {*st.isr, *(st.pending_isr or ())}
+        ends = [leader_end] + [st.follower_end.get(r, 0) for r in members if r != self.node_id]
         hw = min(ends)
         if hw > st.high_watermark:
             st.high_watermark = hw
