@@ -71,3 +71,27 @@ def kafka_python_error_codes(result: Any) -> set[int]:
 
     walk(result)
     return found
+
+
+def acked_missing(bootstrap: str, topic: str, acked: dict[tuple[int, int], bytes]) -> list[tuple[int, int]]:
+    """The acknowledged (partition, offset)s not read back with their value: each partition is read
+    by offset from its first acknowledged offset past its last (a fetch refused while metadata
+    settles after a roll is retried until the deadline; a record that is not there stays missing)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for p, o in acked:
+        first[p], last[p] = min(o, first.get(p, o)), max(o, last.get(p, o))
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    tps = {p: TopicPartition(topic, p) for p in last}
+    consumer.assign(list(tps.values()))
+    for p, tp in tps.items():
+        consumer.seek(tp, first[p])
+    found: dict[tuple[int, int], bytes] = {}
+    deadline = time.monotonic() + 90
+    while any(consumer.position(tp) <= last[p] for p, tp in tps.items()) and time.monotonic() < deadline:
+        for tp, records in consumer.poll(timeout_ms=1000).items():
+            found.update({(tp.partition, r.offset): r.value for r in records})
+    consumer.close()
+    return sorted(k for k, v in acked.items() if found.get(k) != v)

@@ -20,7 +20,7 @@ from kraftwerk.runtime.admin_client import AdminClient
 from kraftwerk.runtime.local_cluster import LocalCluster
 from kraftwerk.runtime.migration_steps import migration_state, zk_brokers
 from kraftwerk.runtime.zookeeper import zookeeper_installed
-from tests.cluster.helpers import cli, cluster_up
+from tests.cluster.helpers import acked_missing, cli, cluster_up
 
 pytestmark = [pytest.mark.cluster, pytest.mark.zookeeper]
 
@@ -71,36 +71,20 @@ def zk_connect(cluster: LocalCluster) -> str:
     return cluster.zookeeper.connect_string
 
 
-def produce(bootstrap: str, values: list[bytes]) -> None:
+def produce(bootstrap: str, topic: str, values: list[bytes]) -> dict[tuple[int, int], bytes]:
+    """Each value acknowledged (acks=all), by the (partition, offset) the leader answered."""
     from kafka import KafkaProducer
 
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", retries=100, retry_backoff_ms=300,
                              max_in_flight_requests_per_connection=1, request_timeout_ms=15_000)
-    futures = [producer.send(TOPIC, value=v, partition=i % PARTITIONS) for i, v in enumerate(values)]
+    futures = [(v, producer.send(topic, value=v, partition=i % PARTITIONS)) for i, v in enumerate(values)]
     producer.flush()
-    for f in futures:
-        f.get(timeout=60)
+    acked: dict[tuple[int, int], bytes] = {}
+    for v, f in futures:
+        md = f.get(timeout=60)
+        acked[(md.partition, md.offset)] = v
     producer.close()
-
-
-def consume(bootstrap: str) -> list[bytes]:
-    """Everything up to each partition's end offset (a fetch refused while metadata settles after a
-    roll is retried until the deadline)."""
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    tps = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
-    consumer.assign(tps)
-    consumer.seek_to_beginning()
-    ends = consumer.end_offsets(tps)
-    out: list[bytes] = []
-    deadline = time.monotonic() + 90
-    while any(consumer.position(tp) < ends[tp] for tp in tps):
-        assert time.monotonic() < deadline, f"consumed {len(out)}, ends {ends}"
-        for records in consumer.poll(timeout_ms=1000).values():
-            out.extend(r.value for r in records)
-    consumer.close()
-    return out
+    return acked
 
 
 def test_rollback_from_dual_write_keeps_what_kraft_changed_in_zookeeper(cluster: LocalCluster) -> None:
@@ -149,14 +133,14 @@ def test_rollback_from_dual_write_keeps_what_kraft_changed_in_zookeeper(cluster:
         assert holder["brokerid"] in (1, 2, 3) and holder.get("kraftControllerEpoch", -1) == -1
     assert in_zookeeper()
     create_topic(back, "after-rollback")  # the ZooKeeper controller is in charge again
-    produce(back.bootstrap_servers, [b"after-rollback-%d" % i for i in range(30)])
-    assert {b"after-rollback-%d" % i for i in range(30)} <= set(consume(back.bootstrap_servers))
+    acked = produce(back.bootstrap_servers, "after-rollback", [b"after-rollback-%d" % i for i in range(30)])
+    assert len(acked) == 30 and acked_missing(back.bootstrap_servers, "after-rollback", acked) == []
 
 
 def test_migrate_reaches_post_migration_under_an_acks_all_producer(cluster: LocalCluster) -> None:
     """Runs after the rollback: the cluster migrates again from ZooKeeper mode, to the end."""
     bootstrap = LocalCluster.load(cluster.root).bootstrap_servers  # same ports in both modes
-    acknowledged: list[bytes] = []
+    acknowledged: dict[tuple[int, int], bytes] = {}
     failures: list[BaseException] = []
     states: set[tuple[str, str]] = set()
     stop = threading.Event()
@@ -166,8 +150,7 @@ def test_migrate_reaches_post_migration_under_an_acks_all_producer(cluster: Loca
         try:
             while not stop.is_set():
                 values = [b"m-%d-%d" % (batch, i) for i in range(20)]
-                produce(bootstrap, values)
-                acknowledged.extend(values)
+                acknowledged.update(produce(bootstrap, TOPIC, values))
                 batch += 1
         except BaseException as exc:  # reported by the test thread
             failures.append(exc)
@@ -194,8 +177,8 @@ def test_migrate_reaches_post_migration_under_an_acks_all_producer(cluster: Loca
                                                       "brokers-kraft", "finalize"]
     assert report["finalized"]
     assert failures == [] and len(acknowledged) >= 20
-    missing = set(acknowledged) - set(consume(bootstrap))
-    assert not missing, f"{len(missing)} of {len(acknowledged)} acknowledged lost: {sorted(missing)[:10]}"
+    missing = acked_missing(bootstrap, TOPIC, acknowledged)  # by offset: a loss cannot hide behind a timeout
+    assert not missing, f"{len(missing)} of {len(acknowledged)} acknowledged lost: {missing[:10]}"
     assert ("MIGRATION", "DUAL_WRITE") in states  # scraped while the brokers rolled
     final = migration_state(LocalCluster.load(cluster.root))  # the scraper may stop just before it
     assert final is not None and final["zkMigrationState"] == "POST_MIGRATION" and "driverState" not in final
