@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 from kraftwerk.controller.authorizer import AclFilter, binding_from
 from kraftwerk.controller.common import rec
-from kraftwerk.controller.effects import AppendThenRespond, Body, Respond, as_body
+from kraftwerk.controller.effects import AppendThenRespond, Body, Respond
 from kraftwerk.controller.errors import ApiError
 from kraftwerk.image.model import MetadataImage, StandardAcl
 from kraftwerk.protocol.error_codes import Errors
+from kraftwerk.protocol.messages import as_body
 from kraftwerk.protocol.messages.acls import (
     CreateAclsRequest,
     CreateAclsResponse,

@@ -32,7 +32,7 @@ from kraftwerk.config import (
     validate_broker_update,
     validate_topic_configs,
 )
-from kraftwerk.controller.effects import AppendThenRespond, Body, Respond, as_body
+from kraftwerk.controller.effects import AppendThenRespond, Body, Respond
 from kraftwerk.controller.errors import ApiError
 from kraftwerk.controller.responses import alter_error_body
 from kraftwerk.controller.topics import topic_name_error
@@ -40,6 +40,7 @@ from kraftwerk.image.audit import reports_static_configs
 from kraftwerk.image.model import ConfigResource, MetadataImage
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
+from kraftwerk.protocol.messages import as_body
 from kraftwerk.protocol.messages.configs import (
     AlterConfigsRequest,
     AlterConfigsRequestAlterConfigsResource,

@@ -10,20 +10,13 @@ request's version.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from kraftwerk.image.replay import MetadataVersionChanged, WriteSnapshot
 from kraftwerk.protocol.frame import MetadataRecord, encode_metadata_record
 
 Body = dict[str, Any]
-
-
-def as_body(typed: Mapping[str, object]) -> Body:
-    """A response built as its generated TypedDict (so mypy checked its field names), as the codec
-    dict the runtime sends: TypedDicts are plain dicts at run time, so this is the one bridge."""
-    return cast(Body, typed)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from kraftwerk.controller.auto_upgrade import (
     auto_upgrade_settings,
 )
 from kraftwerk.controller.common import ranges_of, rec
-from kraftwerk.controller.effects import AppendThenRespond, Respond, as_body
+from kraftwerk.controller.effects import AppendThenRespond, Respond
 from kraftwerk.controller.errors import ApiError
 from kraftwerk.controller.responses import update_features_error_body, update_features_response
 from kraftwerk.image.audit import MetadataVersionAudit, audit_metadata_version_change
@@ -28,6 +28,7 @@ from kraftwerk.image.model import ConfigResource, ConfigResourceType, ZkMigratio
 from kraftwerk.image.writer import broker_registration_value, image_losses
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
+from kraftwerk.protocol.messages import as_body
 from kraftwerk.protocol.messages.features import UpdateFeaturesRequest
 from kraftwerk.protocol.routing import Request
 from kraftwerk.versions.features import KRAFT_VERSION, VersionRange

@@ -14,11 +14,12 @@ import uuid
 from typing import TYPE_CHECKING, Any, cast
 
 from kraftwerk.controller.common import rec
-from kraftwerk.controller.effects import AppendThenRespond, Respond, as_body
+from kraftwerk.controller.effects import AppendThenRespond, Respond
 from kraftwerk.controller.responses import not_controller_body
 from kraftwerk.image.model import NO_LEADER, MetadataImage, PartitionRegistration, TopicImage
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
+from kraftwerk.protocol.messages import as_body
 from kraftwerk.protocol.messages.replication import (
     AlterPartitionRequest,
     AlterPartitionRequestPartitionData,

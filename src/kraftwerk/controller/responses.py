@@ -8,12 +8,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kraftwerk.controller import features as fc
-from kraftwerk.controller.effects import Body, as_body
+from kraftwerk.controller.effects import Body
 from kraftwerk.image.model import Endpoint, MetadataImage
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.header import encode_response_header, response_header_version
+from kraftwerk.protocol.messages import as_body
 from kraftwerk.protocol.messages.features import (
     UpdateFeaturesResponse,
     UpdateFeaturesResponseUpdatableFeatureResult,

@@ -9,9 +9,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from kraftwerk.controller.common import rec
-from kraftwerk.controller.effects import AppendThenRespond, Body, Respond, as_body
+from kraftwerk.controller.effects import AppendThenRespond, Body, Respond
 from kraftwerk.image.model import MetadataImage
 from kraftwerk.protocol.error_codes import Errors
+from kraftwerk.protocol.messages import as_body
 from kraftwerk.protocol.messages.sasl import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,

@@ -25,12 +25,13 @@ from kraftwerk.config import (
     parse_broker_config,
     validate_topic_configs,
 )
-from kraftwerk.controller.effects import AppendThenRespond, Body, Respond, as_body
+from kraftwerk.controller.effects import AppendThenRespond, Body, Respond
 from kraftwerk.controller.errors import ApiError
 from kraftwerk.controller.responses import topics_error_body
 from kraftwerk.image.model import DIR_MIGRATING, DIR_UNASSIGNED, BrokerRegistration, MetadataImage
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
+from kraftwerk.protocol.messages import as_body
 from kraftwerk.protocol.messages.topics import (
     CreatePartitionsRequest,
     CreatePartitionsRequestCreatePartitionsTopic,
