@@ -17,7 +17,11 @@ from typing import cast
 
 from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
-from kraftwerk.protocol.messages.raft import VoteRequestPartitionData
+from kraftwerk.protocol.messages.raft import (
+    AddRaftVoterRequest,
+    RemoveRaftVoterRequest,
+    VoteRequestPartitionData,
+)
 from kraftwerk.raft.delivery import Delivery
 from kraftwerk.raft.log import QuorumStateStore, RaftLog, SnapshotId
 from kraftwerk.raft.reconfig import cluster_error, voter_change_response
@@ -266,7 +270,7 @@ class RaftNode:
         """AddRaftVoter / RemoveRaftVoter: the leader's business; anyone else refuses."""
         leader = self._leader()
         if leader is None:
-            refusal = cluster_error(body, self.config.cluster_id)
+            refusal = cluster_error(cast(RemoveRaftVoterRequest, body), self.config.cluster_id)
             self.q.respond(
                 source,
                 api_key,
@@ -275,9 +279,10 @@ class RaftNode:
                 refusal or voter_change_response(Errors.NOT_LEADER_OR_FOLLOWER),
             )
         elif api_key == ApiKey.ADD_RAFT_VOTER:
-            leader.changes.add_voter(source, version, body, correlation_id, now_ms)
+            leader.changes.add_voter(source, version, cast(AddRaftVoterRequest, body), correlation_id, now_ms)
         else:
-            leader.changes.remove_voter(source, version, body, correlation_id, now_ms)
+            removal = cast(RemoveRaftVoterRequest, body)
+            leader.changes.remove_voter(source, version, removal, correlation_id, now_ms)
 
     def handle_response(
         self, source_id: int, api_key: int, version: int, body: Body, correlation_id: int, now_ms: int

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.api_keys import ApiKey
@@ -22,6 +23,7 @@ from kraftwerk.protocol.control_records import (
     VOTERS_RECORD,
     ControlRecordType,
 )
+from kraftwerk.protocol.messages.api_versions import ApiVersionsResponse
 from kraftwerk.raft.log import OffsetAndEpoch, SnapshotId
 from kraftwerk.raft.reconfig import VoterChanges
 from kraftwerk.raft.roles.base import RoleState, Transitions
@@ -453,7 +455,7 @@ class Leader(RoleState):
     # ------------------------------------------------------------------ answers to its requests
     def on_response(self, source: int, api_key: int, body: Body, flight: InFlight, now_ms: int) -> None:
         if api_key == ApiKey.API_VERSIONS:
-            self.changes.api_versions_response(source, body, now_ms)
+            self.changes.api_versions_response(source, cast(ApiVersionsResponse, body), now_ms)
             return
         part = first_partition(body)  # BeginQuorumEpoch
         if part is None or body.get("errorCode", NONE) != NONE:
