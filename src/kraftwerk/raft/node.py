@@ -17,8 +17,13 @@ from typing import cast
 
 from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
+from kraftwerk.protocol.messages.data import FetchRequest, FetchRequestFetchPartition
 from kraftwerk.protocol.messages.raft import (
     AddRaftVoterRequest,
+    BeginQuorumEpochRequestPartitionData,
+    EndQuorumEpochRequestPartitionData,
+    FetchSnapshotRequest,
+    FetchSnapshotRequestPartitionSnapshot,
     RemoveRaftVoterRequest,
     VoteRequestPartitionData,
 )
@@ -496,9 +501,10 @@ class RaftNode:
         q = self.q
         if not q.cluster_ok(body):
             return q.partition_body(INCONSISTENT_CLUSTER, NONE)
-        part = first_partition(body)
-        if part is None:
+        found = first_partition(body)
+        if found is None:
             return q.partition_body(INVALID_REQUEST, NONE)
+        part = cast(BeginQuorumEpochRequestPartitionData, found)
         leader, epoch = int(part["leaderId"]), int(part["leaderEpoch"])
         if epoch < q.epoch:
             return q.partition_body(NONE, FENCED)
@@ -514,9 +520,10 @@ class RaftNode:
         q = self.q
         if not q.cluster_ok(body):
             return q.partition_body(INCONSISTENT_CLUSTER, NONE)
-        part = first_partition(body)
-        if part is None:
+        found = first_partition(body)
+        if found is None:
             return q.partition_body(INVALID_REQUEST, NONE)
+        part = cast(EndQuorumEpochRequestPartitionData, found)
         leader, epoch = int(part["leaderId"]), int(part["leaderEpoch"])
         if epoch < q.epoch:
             return q.partition_body(NONE, FENCED)
@@ -535,10 +542,11 @@ class RaftNode:
                 source, ApiKey.FETCH, version, corr, {"errorCode": INCONSISTENT_CLUSTER, "responses": []}
             )
             return
-        part = first_partition(body)
-        if part is None:
+        found = first_partition(body)
+        if found is None:
             q.respond(source, ApiKey.FETCH, version, corr, {"errorCode": INVALID_REQUEST, "responses": []})
             return
+        part = cast(FetchRequestFetchPartition, found)
         req_epoch = int(part.get("currentLeaderEpoch", -1))
         leader = self._leader()
         if req_epoch > q.epoch:
@@ -548,13 +556,14 @@ class RaftNode:
         elif leader is None:
             q.respond(source, ApiKey.FETCH, version, corr, q.fetch_error_body(NOT_LEADER))
         else:
-            leader.on_fetch(source, version, body, part, corr, now_ms)
+            leader.on_fetch(source, version, cast(FetchRequest, body), part, corr, now_ms)
 
     def _on_fetch_snapshot_request(self, version: int, body: Body, now_ms: int) -> Body:
         q = self.q
-        part = first_partition(body)
-        if part is None:
+        found = first_partition(body)
+        if found is None:
             return q.fetch_snapshot_body(INVALID_REQUEST)
+        part = cast(FetchSnapshotRequestPartitionSnapshot, found)
         req_epoch = int(part["currentLeaderEpoch"])
         leader = self._leader()
         if req_epoch < q.epoch:
@@ -563,7 +572,7 @@ class RaftNode:
             return q.fetch_snapshot_body(UNKNOWN_EPOCH)
         if leader is None:
             return q.fetch_snapshot_body(NOT_LEADER)
-        return leader.on_fetch_snapshot(body, part)
+        return leader.on_fetch_snapshot(cast(FetchSnapshotRequest, body), part)
 
 
 def _describe_quorum(node: RaftNode, version: int, body: Body, now_ms: int) -> Body:

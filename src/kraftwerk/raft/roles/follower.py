@@ -8,6 +8,7 @@ import logging
 
 from kraftwerk.backoff import ExponentialBackoff
 from kraftwerk.protocol.api_keys import ApiKey
+from kraftwerk.protocol.messages.raft import EndQuorumEpochRequestPartitionData
 from kraftwerk.raft.delivery import Delivery
 from kraftwerk.raft.log import SnapshotId, scan_batch_infos
 from kraftwerk.raft.roles.base import RoleState, Transitions
@@ -95,7 +96,7 @@ class Follower(RoleState):
             q.send_fetch(self.leader_id, now_ms)
         self.send_at = None
 
-    def end_quorum(self, part: Body, now_ms: int) -> None:
+    def end_quorum(self, part: EndQuorumEpochRequestPartitionData, now_ms: int) -> None:
         """The leader resigned (EndQuorumEpoch): Kafka's endQuorumEpochElectionBackoff, so that
         the preferred successors time out first."""
         cfg = self.q.config

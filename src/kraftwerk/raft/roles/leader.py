@@ -23,7 +23,10 @@ from kraftwerk.protocol.control_records import (
     VOTERS_RECORD,
     ControlRecordType,
 )
+from kraftwerk.protocol.messages import as_body
 from kraftwerk.protocol.messages.api_versions import ApiVersionsResponse
+from kraftwerk.protocol.messages.data import FetchRequest, FetchRequestFetchPartition
+from kraftwerk.protocol.messages.raft import FetchSnapshotRequest, FetchSnapshotRequestPartitionSnapshot
 from kraftwerk.raft.log import OffsetAndEpoch, SnapshotId
 from kraftwerk.raft.reconfig import VoterChanges
 from kraftwerk.raft.roles.base import RoleState, Transitions
@@ -257,7 +260,10 @@ class Leader(RoleState):
             self.changes.high_watermark_updated()
 
     # ------------------------------------------------------------------ Fetch
-    def on_fetch(self, source: int, version: int, body: Body, part: Body, corr: int, now_ms: int) -> None:
+    def on_fetch(
+        self, source: int, version: int, body: FetchRequest, part: FetchRequestFetchPartition, corr: int,
+        now_ms: int,
+    ) -> None:
         """A Fetch whose epoch is this leader's (the node checked cluster, shape and epoch)."""
         q = self.q
         replica = int(body["replicaState"]["replicaId"])  # Fetch v17 (the only version raft takes)
@@ -347,21 +353,25 @@ class Leader(RoleState):
             "nodeEndpoints": q.leader_endpoints(),
         }
 
-    def on_fetch_snapshot(self, body: Body, part: Body) -> Body:
+    def on_fetch_snapshot(
+        self, body: FetchSnapshotRequest, part: FetchSnapshotRequestPartitionSnapshot
+    ) -> Body:
         """A FetchSnapshot chunk (the node checked shape and epoch)."""
         q = self.q
-        sid = SnapshotId(int(part["snapshotId"]["endOffset"]), int(part["snapshotId"]["epoch"]))
+        wanted = part["snapshotId"]
+        sid = SnapshotId(int(wanted["endOffset"]), int(wanted["epoch"]))
+        snapshot_id = as_body(wanted)
         size = q.log.snapshot_size(sid)
         if size is None:
-            return q.fetch_snapshot_body(SNAPSHOT_NOT_FOUND, part["snapshotId"])
+            return q.fetch_snapshot_body(SNAPSHOT_NOT_FOUND, snapshot_id)
         position = int(part["position"])
         if position < 0 or position >= size:
-            return q.fetch_snapshot_body(POSITION_OUT_OF_RANGE, part["snapshotId"], size, position)
+            return q.fetch_snapshot_body(POSITION_OUT_OF_RANGE, snapshot_id, size, position)
         limit = min(
             int(body.get("maxBytes", q.config.fetch_snapshot_max_bytes)), q.config.fetch_snapshot_max_bytes
         )
         return q.fetch_snapshot_body(
-            NONE, part["snapshotId"], size, position, q.log.read_snapshot(sid, position, limit)
+            NONE, snapshot_id, size, position, q.log.read_snapshot(sid, position, limit)
         )
 
     # ------------------------------------------------------------------ timers
