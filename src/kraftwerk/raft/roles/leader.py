@@ -26,7 +26,11 @@ from kraftwerk.protocol.control_records import (
 from kraftwerk.protocol.messages import as_body
 from kraftwerk.protocol.messages.api_versions import ApiVersionsResponse
 from kraftwerk.protocol.messages.data import FetchRequest, FetchRequestFetchPartition
-from kraftwerk.protocol.messages.raft import FetchSnapshotRequest, FetchSnapshotRequestPartitionSnapshot
+from kraftwerk.protocol.messages.raft import (
+    BeginQuorumEpochResponsePartitionData,
+    FetchSnapshotRequest,
+    FetchSnapshotRequestPartitionSnapshot,
+)
 from kraftwerk.raft.log import OffsetAndEpoch, SnapshotId
 from kraftwerk.raft.reconfig import VoterChanges
 from kraftwerk.raft.roles.base import RoleState, Transitions
@@ -467,9 +471,10 @@ class Leader(RoleState):
         if api_key == ApiKey.API_VERSIONS:
             self.changes.api_versions_response(source, cast(ApiVersionsResponse, body), now_ms)
             return
-        part = first_partition(body)  # BeginQuorumEpoch
-        if part is None or body.get("errorCode", NONE) != NONE:
+        found = first_partition(body)  # BeginQuorumEpoch
+        if found is None or body.get("errorCode", NONE) != NONE:
             return
+        part = cast(BeginQuorumEpochResponsePartitionData, found)
         if self.moves.observe_epoch(int(part["leaderId"]), int(part["leaderEpoch"]), now_ms):
             return
         if part["errorCode"] == NONE:
