@@ -75,6 +75,8 @@ HANDLER_SLIPS = [
     ("controller/scram_control.py", 'upsertion["saltedPassword"]', 'upsertion["saltedPasword"]'),
     ("controller/partitions.py", 'p["partitionEpoch"]', 'p["partitionEpok"]'),
     ("raft/reconfig.py", 'int(e["port"])', 'int(e["prt"])'),
+    ("raft/node.py", 'part["replicaEpoch"]', 'part["replicaEpoc"]'),
+    ("raft/roles/leader.py", '"highWatermark": -1', '"highWatermrk": -1'),
 ]
 
 

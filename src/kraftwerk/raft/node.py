@@ -21,6 +21,7 @@ from kraftwerk.protocol.messages.data import FetchRequest, FetchRequestFetchPart
 from kraftwerk.protocol.messages.raft import (
     AddRaftVoterRequest,
     BeginQuorumEpochRequestPartitionData,
+    DescribeQuorumResponseReplicaState,
     EndQuorumEpochRequestPartitionData,
     FetchSnapshotRequest,
     FetchSnapshotRequestPartitionSnapshot,
@@ -307,7 +308,7 @@ class RaftNode:
         if leader is None:
             return q.partition_body(NONE, NOT_LEADER, highWatermark=hw, currentVoters=[], observers=[])
 
-        def states(progress: tuple[ReplicaProgress, ...]) -> list[Body]:
+        def states(progress: tuple[ReplicaProgress, ...]) -> list[DescribeQuorumResponseReplicaState]:
             return [
                 {
                     "replicaId": p.replica_id,

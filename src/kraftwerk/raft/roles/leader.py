@@ -25,7 +25,11 @@ from kraftwerk.protocol.control_records import (
 )
 from kraftwerk.protocol.messages import as_body
 from kraftwerk.protocol.messages.api_versions import ApiVersionsResponse
-from kraftwerk.protocol.messages.data import FetchRequest, FetchRequestFetchPartition
+from kraftwerk.protocol.messages.data import (
+    FetchRequest,
+    FetchRequestFetchPartition,
+    FetchResponsePartitionData,
+)
 from kraftwerk.protocol.messages.raft import (
     BeginQuorumEpochResponsePartitionData,
     FetchSnapshotRequest,
@@ -339,7 +343,7 @@ class Leader(RoleState):
     ) -> Body:
         """A Fetch answer: records, or where to go instead (a snapshot, a diverging epoch)."""
         q = self.q
-        part: Body = {
+        part: FetchResponsePartitionData = {
             "partitionIndex": METADATA_PARTITION,
             "errorCode": NONE,
             "highWatermark": -1 if q.hw is None else q.hw,
