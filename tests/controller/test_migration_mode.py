@@ -4,10 +4,13 @@ past the lag bound, the fatal and finalizing activations."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
 
+from kraftwerk.broker.node import ControllerCall
+from kraftwerk.broker.zk_broker import MigratingZkBrokerLifecycle
 from kraftwerk.controller import QuorumController
 from kraftwerk.controller.activation import zk_migration_state_record
 from kraftwerk.controller.migration_driver import MigrationDriverState, ZkMigrationLeadership
@@ -16,7 +19,17 @@ from kraftwerk.image.errors import FatalFaultError
 from kraftwerk.image.model import ZkMigrationState
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.versions.metadata_version import MetadataVersion
-from tests.controller.harness import Log, activate, broker, call, controller, drive_broker
+from kraftwerk.versions.software import SoftwareVersion
+from tests.controller.harness import (
+    CLUSTER_ID,
+    Log,
+    activate,
+    broker,
+    call,
+    controller,
+    drive_broker,
+    listener,
+)
 
 MIGRATING = {"zookeeper.metadata.migration.enable": "true", "zookeeper.connect": "localhost:2181",
              "zookeeper.metadata.migration.max.lag.ms": "1000"}
@@ -107,3 +120,31 @@ def test_a_controller_without_the_flag_finalizes_the_migration() -> None:
     again = controller(node_id=1, bootstrap_records=MV39, static_configs=MIGRATING)
     log.join(again)
     assert again.on_leader_change(1, 4, 0, False) is None  # the flag is ignored after finalization
+
+
+def zk_broker(node_id: int) -> MigratingZkBrokerLifecycle:
+    return MigratingZkBrokerLifecycle(node_id, CLUSTER_ID, SoftwareVersion.for_release("3.9"),
+                                      [listener(9092 + node_id * 10)], incarnation_id=uuid.uuid4())
+
+
+def test_a_migrating_zk_broker_registers_and_is_unfenced_without_reading_the_log() -> None:
+    log, ctl = migrating_cluster()
+    zk = zk_broker(3)
+    log.join(zk)
+    for t in (300, 400):
+        drive_broker(log, ctl, zk, t)
+    registered = ctl.image.cluster.brokers[3]
+    assert registered.is_migrating_zk_broker and not registered.fenced
+    assert zk.broker_epoch == registered.epoch  # the KRaft epoch, apart from the ZooKeeper one
+
+
+def test_a_controller_without_the_migration_flag_refuses_zk_brokers() -> None:
+    log = Log()
+    ctl = controller(bootstrap_records=MV39)
+    log.controllers.append(ctl)
+    activate(log, ctl)
+    zk = zk_broker(3)
+    body = ControllerCall(62, 5, zk.registration_body()).body_for(5)
+    response = call(log, ctl, 62, 5, body)
+    assert response["errorCode"] == Errors.BROKER_ID_NOT_REGISTERED.code
+    assert 3 not in ctl.image.cluster.brokers

@@ -13,7 +13,7 @@ from kazoo.client import KazooClient
 from kraftwerk.controller.zk_controller import ZkController, ZkCreate, ZkDelete, ZkSet
 from kraftwerk.migration.reader import read_tree
 from kraftwerk.migration.state import parse_cluster
-from kraftwerk.runtime.zk_node import ZkWriteError, ZooKeeperStore
+from kraftwerk.runtime.zk_store import ZkWriteError, ZooKeeperStore
 from kraftwerk.runtime.zookeeper import ZooKeeperServer
 from tests.migration.layout import Layout
 

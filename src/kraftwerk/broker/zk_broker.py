@@ -71,24 +71,40 @@ class ZkBrokerCore(BrokerNode):
         self.controller_id: int | None = None
         self._rng = rng or random.Random()
         self._cache = MetadataImage()
+        self.kraft_lifecycle: BrokerNode | None = None
+        """Set in a KIP-866 migration: the registration with the KRaft quorum (its broker epoch)."""
+        self.kraft_controller = False
+        """Whether the controller is a KRaft one (KIP-866's ``isKRaftController`` requests)."""
 
     @property
     def image(self) -> MetadataImage:
         return self._cache
 
     def _client_controller_id(self) -> int:
-        """ZK-mode brokers name the real controller to clients (a broker, unlike in KRaft)."""
+        """ZK-mode brokers name the real controller to clients (a broker, unlike in KRaft); under a
+        KRaft controller, which clients cannot reach, a random live broker as Kafka 3.9's."""
+        if self.kraft_controller:
+            alive = sorted(self._cache.cluster.brokers)
+            return self._rng.choice(alive) if alive else -1
         return self.controller_id if self.controller_id is not None else -1
 
     # ------------------------------------------------------------------ the controller's requests
 
     def _stale(self, body: Mapping[str, Any]) -> Errors | None:
+        """Kafka's checks: an older controller epoch is STALE_CONTROLLER_EPOCH; the broker epoch is
+        the ZooKeeper one, or the KRaft registration's for a KRaft controller's request."""
         if body.get("controllerEpoch", -1) < self.controller_epoch:
             return Errors.STALE_CONTROLLER_EPOCH
-        if body.get("brokerEpoch", -1) not in (-1, self.broker_epoch):
+        kraft = bool(body.get("isKRaftController", False))
+        lifecycle = self.kraft_lifecycle
+        if kraft and lifecycle is None:
+            return Errors.STALE_BROKER_EPOCH  # not a broker in migration: no KRaft registration
+        mine = lifecycle.broker_epoch if kraft and lifecycle is not None else self.broker_epoch
+        if body.get("brokerEpoch", -1) not in (-1, mine):
             return Errors.STALE_BROKER_EPOCH
         self.controller_epoch = body["controllerEpoch"]
         self.controller_id = body.get("controllerId")
+        self.kraft_controller = kraft
         return None
 
     def update_metadata(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -289,3 +305,13 @@ class ZkBrokerCore(BrokerNode):
         """Metadata, ApiVersions, DescribeConfigs, DescribeCluster and BROKER_LOGGER changes, as a
         KRaft broker answers them from its image."""
         return self.handle_request(api_key, version, body, now_ms, listener_name=listener_name)
+
+
+class MigratingZkBrokerLifecycle(BrokerNode):
+    """KIP-866: a ZooKeeper-mode broker in migration registers with the KRaft quorum too, as a
+    migrating ZK broker, and heartbeats (Kafka's ``BrokerLifecycleManager`` with ``isZkBroker``). It
+    reads no metadata log; the registration only tells the KRaft controller the broker is ready (its
+    KRaft broker epoch is separate from the ZooKeeper one, the ``/brokers/ids`` czxid)."""
+
+    def registration_body(self) -> dict[str, Any]:
+        return {**super().registration_body(), "isMigratingZkBroker": True}

@@ -1,5 +1,6 @@
 """``kraftwerk cluster up|status|roll|down|add-controller|remove-controller``: a local cluster of
-real node processes on loopback (``cluster rehearse`` lives in :mod:`kraftwerk.cli.rehearse_cmd`).
+real node processes on loopback (``cluster rehearse`` lives in :mod:`kraftwerk.cli.rehearse_cmd`,
+``cluster migrate`` in :mod:`kraftwerk.cli.cluster_migrate_cmd`).
 
 ``up`` formats every node (the storage layer's ``format_node``, what ``kraftwerk storage format``
 runs; a dynamic quorum unless ``--static-quorum``), picks free ports, starts the processes detached
@@ -122,9 +123,11 @@ def register(groups: Any) -> None:
                         help="its metadata directory id (default: read from its meta.properties)")
     add_output_flag(remove)
     remove.set_defaults(func=_remove_controller)
+    from kraftwerk.cli.cluster_migrate_cmd import register_command as register_migrate
     from kraftwerk.cli.rehearse_cmd import register_command
 
     register_command(commands)
+    register_migrate(commands)
 
 
 def _up(args: argparse.Namespace) -> int:

@@ -179,7 +179,8 @@ class ClusterControlManager:
                 Errors.INCONSISTENT_CLUSTER_ID,
                 f"Expected cluster ID {self._c.cluster_id}, but got cluster ID {body.get('clusterId')}",
             )
-        if body.get("isMigratingZkBroker", False):
+        migrating = bool(body.get("isMigratingZkBroker", False))
+        if migrating and (self._c.migration is None or not mv.is_migration_supported()):
             raise ApiError(
                 Errors.BROKER_ID_NOT_REGISTERED, "Controller does not support registering ZK brokers."
             )
@@ -225,7 +226,7 @@ class ClusterControlManager:
         record_version = mv.register_broker_record_version()
         value: dict[str, Any] = {
             "brokerId": broker_id,
-            "isMigratingZkBroker": False,
+            "isMigratingZkBroker": migrating,
             "incarnationId": incarnation,
             "brokerEpoch": epoch,
             "endPoints": _endpoint_records(body),
@@ -389,7 +390,9 @@ class ClusterControlManager:
         self.last_contact[broker_id] = now_ms
         offset = body.get("currentMetadataOffset", -1)
         register_offset = self._c.replayer.register_offsets.get(broker_id, self._c.last_committed_offset)
-        caught_up = offset >= register_offset
+        # A migrating ZooKeeper broker reads no metadata log (its metadata comes in LeaderAndIsr and
+        # UpdateMetadata), so it is as caught up as it can be (see docs/compatibility.md).
+        caught_up = offset >= register_offset or broker.is_migrating_zk_broker
         want_fence = bool(body.get("wantFence", False))
         want_shutdown = bool(body.get("wantShutDown", False))
         records: list[MetadataRecord] = []

@@ -20,11 +20,13 @@ from __future__ import annotations
 import enum
 import logging
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from kraftwerk.backoff import ExponentialBackoff
 from kraftwerk.controller.errors import ApiError
+from kraftwerk.controller.migration_propagator import delta_requests, full_requests
+from kraftwerk.controller.zk_controller import BrokerRequest
 from kraftwerk.image.model import MetadataImage, ZkMigrationState
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.versions.metadata_version import MetadataVersion
@@ -33,6 +35,8 @@ log = logging.getLogger(__name__)
 
 MIGRATION_ENABLE_CONFIG = "zookeeper.metadata.migration.enable"
 MIGRATION_MAX_LAG_CONFIG = "zookeeper.metadata.migration.max.lag.ms"
+NOT_REGISTERED_WITH_KRAFT = ("not registered with the KRaft quorum (controller.quorum.voters and "
+                             "controller.listener.names set?)")
 
 
 class MigrationDriverState(enum.Enum):
@@ -184,6 +188,13 @@ class MigrationDriver:
         self.last_error: str | None = None
         self.last_snapshot_write_ms = 0
         self.last_delta_write_ms = 0
+        self.unready_brokers: dict[int, str] = {}
+        """WAIT_FOR_BROKERS: the ZooKeeper brokers not registered as migrating, and why."""
+        self.broker_requests: list[BrokerRequest] = []
+        """LeaderAndIsr / UpdateMetadata / StopReplica for the ZooKeeper brokers, for the runtime to
+        send (it empties the list)."""
+        self._sent_image: MetadataImage | None = None
+        """The image the ZooKeeper brokers were last told about (the base of the next delta)."""
         self.voters: tuple[int, ...] = ()
         """The quorum's voters (kept current by the controller): each must be ready to migrate."""
 
@@ -194,6 +205,7 @@ class MigrationDriver:
             raise InvalidMigrationTransitionError(
                 f"Invalid transition in migration driver from {self.state.name} to {new.name}")
         if new is not self.state:
+            self.unready_brokers = {}
             log.info("[KRaftMigrationDriver id=%d] %d transitioning from %s to %s state",
                      self.node_id, self.node_id, self.state.name, new.name)
             self._retry_at_ms = 0
@@ -221,6 +233,8 @@ class MigrationDriver:
                                       kraft_controller_epoch=epoch)
             self.transition_to(S.INACTIVE)
             self._zk_image = None
+            self._sent_image = None
+            self.broker_requests.clear()
             self._waiting.clear()
             self._end_blocking(None)
 
@@ -253,18 +267,24 @@ class MigrationDriver:
             self.on_leader_change(leader, epoch)
             self._recovery_due = False  # just read
 
-    def zk_brokers(self, broker_ids: frozenset[int]) -> None:
+    def zk_brokers(self, broker_ids: frozenset[int], reasons: Mapping[int, str] | None = None) -> None:
         """The broker ids ZooKeeper knows; WAIT_FOR_BROKERS moves on once each has registered with
-        the quorum as a migrating ZooKeeper broker (none in ZooKeeper: nothing to wait for)."""
+        the quorum as a migrating ZooKeeper broker (none in ZooKeeper: nothing to wait for).
+        ``reasons``: why a broker cannot be ready, as its ``/brokers/ids`` znode tells (no migration
+        flag, an old IBP, not running), named in the log and :attr:`unready_brokers`."""
         self._done(ReadZkBrokers)
         if self.state is not S.WAIT_FOR_BROKERS or self._published is None:
             return
         registered = self._published.image.cluster.brokers
         missing = sorted(b for b in broker_ids
                          if b not in registered or not registered[b].is_migrating_zk_broker)
+        self.unready_brokers = {b: (reasons or {}).get(b, NOT_REGISTERED_WITH_KRAFT) for b in missing}
         if missing:
             log.info("[KRaftMigrationDriver id=%d] Still waiting for ZK brokers %s to register with KRaft.",
                      self.node_id, missing)
+            for broker_id, reason in self.unready_brokers.items():
+                log.warning("[KRaftMigrationDriver id=%d] ZK broker %d is not ready for the migration: %s",
+                            self.node_id, broker_id, reason)
             return
         log.info("[KRaftMigrationDriver id=%d] Zk brokers are registered and ready for migration",
                  self.node_id)
@@ -310,11 +330,17 @@ class MigrationDriver:
         self.last_error = None
         while self._waiting and self._waiting[0][0] <= action.offset:
             self._waiting.popleft()
+        epoch = self.leadership.zk_controller_epoch
         if self.state is S.SYNC_KRAFT_TO_ZK:
             self.transition_to(S.KRAFT_CONTROLLER_TO_BROKER_COMM)
-            # Kafka sends full UpdateMetadata/LeaderAndIsr to the ZooKeeper brokers here; kraftwerk's
-            # KRaft side has none to send yet (see docs/compatibility.md), so dual write starts now.
+            self.broker_requests += full_requests(action.image, self.node_id, epoch)
+            self._sent_image = action.image
             self.transition_to(S.DUAL_WRITE)
+        elif self.state is S.DUAL_WRITE:
+            sent = self._sent_image
+            self.broker_requests += (full_requests(action.image, self.node_id, epoch) if sent is None
+                                     else delta_requests(sent, action.image, self.node_id, epoch))
+            self._sent_image = action.image
 
     def zk_failed(self, action: Action, reason: str, now_ms: int, *, fenced: bool = False) -> None:
         """The action failed (ZooKeeper unreachable, a version check lost): retried with backoff.

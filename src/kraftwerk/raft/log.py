@@ -171,10 +171,19 @@ class RaftLog(ABC):
     def flush(self) -> None:
         """Make everything appended durable (fsync)."""
 
-    @abstractmethod
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Whole batches from the one holding ``offset`` on, at least one batch when any exists,
         stopping before ``max_bytes`` is exceeded; ``b""`` at the end of the log."""
+        start, end = self.start_offset, self.end_offset
+        if offset < start or offset > end:
+            raise ValueError(f"offset {offset} outside [{start}, {end}]")
+        if offset == end:
+            return b""  # not the last batch again: a fetch at the end (a wake-up) carries none
+        return self._read_from(offset, max_bytes)
+
+    @abstractmethod
+    def _read_from(self, offset: int, max_bytes: int) -> bytes:
+        """:meth:`read` below the end offset (``offset`` is within the log)."""
 
     @abstractmethod
     def batches(self, start: int, end: int) -> list[tuple[LogBatchInfo, bytes]]:
@@ -356,11 +365,7 @@ class MemoryRaftLog(RaftLog):
     def _index_of(self, offset: int) -> int:
         return bisect.bisect_right(self._bases, offset) - 1
 
-    def read(self, offset: int, max_bytes: int) -> bytes:
-        if offset < self._start or offset > self.end_offset:
-            raise ValueError(f"offset {offset} outside [{self._start}, {self.end_offset}]")
-        if offset == self.end_offset:
-            return b""  # not the last batch again: a fetch at the end (a wake-up) carries none
+    def _read_from(self, offset: int, max_bytes: int) -> bytes:
         idx = max(self._index_of(offset), 0)
         if idx >= len(self._infos):
             return b""

@@ -58,6 +58,7 @@ HOST = "127.0.0.1"
 
 
 ZK_SOFTWARE_VERSION = "3.9"
+ZK_BROKER_ROLE = "zk-broker"
 """A ZooKeeper-mode broker's default software: ZooKeeper mode ended with Kafka 4.0."""
 
 
@@ -214,7 +215,7 @@ class LocalCluster:
         return ",".join(n.address for n in self.controllers)
 
     def properties(self, node: LocalNode) -> dict[str, str]:
-        if self.zookeeper is not None:
+        if node.roles == ZK_BROKER_ROLE:
             return self._zk_properties(node)
         listener = CONTROLLER_LISTENER if node.is_controller else BROKER_LISTENER
         props = {

@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 PREFIX = "kafka_controller_KafkaController_"
 DRIVER_STATE = "kraftwerk_migration_driver_state"
+UNREADY_BROKER = "kraftwerk_migration_unready_zk_broker"
 METADATA_TYPE_DUAL = 2
 METADATA_TYPE_KRAFT = 3
 """KIP-866's MetadataType: ZooKeeper (1), Dual (2), KRaft (3)."""
@@ -81,6 +82,11 @@ class NodeCollector(Collector):
             return
         yield _gauge(DRIVER_STATE, "The migration driver's state (Kafka's ordinal)",
                      driver.state.value, {"state": driver.state.name})
+        unready = GaugeMetricFamily(UNREADY_BROKER, "ZooKeeper brokers the driver waits for, and why",
+                                    labels=["broker", "reason"])
+        for broker_id, reason in sorted(driver.unready_brokers.items()):
+            unready.add_metric([str(broker_id), reason], 1)
+        yield unready
         yield _gauge(PREFIX + "ZooKeeperWriteBehindLag",
                      "Committed metadata records not yet written to ZooKeeper", driver.zk_lag_records())
         yield _gauge(PREFIX + "ZooKeeperBlockingKRaftMillis",
@@ -116,7 +122,8 @@ class MetricsServer:
 
 
 def scrape(host: str, port: int, timeout_s: float = 2.0) -> dict[str, float] | None:
-    """A node's gauges by sample name (a labelled one as ``name{value}``), or None when unreachable."""
+    """A node's gauges by sample name (a labelled one as ``name{value}``, several label values joined
+    by ``: ``), or None when unreachable."""
     import urllib.error
     import urllib.request
 
@@ -130,7 +137,7 @@ def scrape(host: str, port: int, timeout_s: float = 2.0) -> dict[str, float] | N
     out: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            label = next(iter(sample.labels.values()), None)
+            label = ": ".join(sample.labels.values())
             out[f"{sample.name}{{{label}}}" if label else sample.name] = sample.value
     return out
 
@@ -144,6 +151,9 @@ def migration_summary(gauges: dict[str, float]) -> dict[str, str] | None:
     states = [k[len(DRIVER_STATE) + 1:-1] for k in gauges if k.startswith(DRIVER_STATE + "{")]
     if states:
         out["driverState"] = states[0]
+    unready = [k[len(UNREADY_BROKER) + 1:-1] for k in gauges if k.startswith(UNREADY_BROKER + "{")]
+    if unready:
+        out["unreadyBrokers"] = "; ".join(sorted(unready))
     return out
 
 

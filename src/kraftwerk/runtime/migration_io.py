@@ -14,11 +14,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from kraftwerk.controller.migration_driver import (
+    MIGRATION_ENABLE_CONFIG,
     Action,
     ClaimZkController,
     MigrateMetadata,
@@ -28,21 +29,30 @@ from kraftwerk.controller.migration_driver import (
     WriteToZk,
     ZkMigrationLeadership,
 )
+from kraftwerk.controller.zk_controller import BrokerRequest
+from kraftwerk.errors import KraftwerkError
+from kraftwerk.image.model import Endpoint, MetadataImage
 from kraftwerk.migration.dual_write import ZnodeOp, delta_plan, full_plan, zookeeper_view
 from kraftwerk.migration.encode import encode_controller, encode_controller_epoch, encode_migration
-from kraftwerk.migration.errors import MigrationError, ZooKeeperError
-from kraftwerk.migration.reader import connect, read_tree
+from kraftwerk.migration.errors import MigrationError, ZnodeError, ZooKeeperError
+from kraftwerk.migration.reader import connect, read_tree, znode_stat
 from kraftwerk.migration.state import parse_cluster
 from kraftwerk.migration.translate import translate
 from kraftwerk.migration.tree import ZnodeStat
 from kraftwerk.migration.znodes import (
     MigrationZnode,
+    parse_broker,
     parse_controller,
     parse_controller_epoch,
     parse_migration,
     parse_topic,
 )
 from kraftwerk.node.host import NodeHost
+from kraftwerk.protocol.api_keys import ApiKey
+from kraftwerk.protocol.error_codes import Errors
+from kraftwerk.runtime.client import ReconnectingClient
+from kraftwerk.runtime.errors import NetworkError
+from kraftwerk.versions.metadata_version import parse_version_string
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +65,7 @@ RECORDS_PER_BATCH = 1000
 """Records per appended batch of the migration transaction."""
 POLL_INTERVAL_S = 0.1
 COMMIT_TIMEOUT_S = 30.0
+BROKER_REQUEST_ATTEMPTS = 10
 
 
 class ControllerEpochMovedError(MigrationError):
@@ -123,6 +134,29 @@ class ZkMigrationClient:
                 for replicas in parse_topic(path, data).partitions.values():
                     ids.update(replicas)
         return frozenset(ids)
+
+    def unready_reasons(self, broker_ids: frozenset[int]) -> dict[int, str]:
+        """Why a ZooKeeper broker cannot take part in the migration, from its ``/brokers/ids``
+        registration (v6's ``kraftMigration``): not running, no migration flag, an IBP before 3.4."""
+        c = self.client()
+        out = {}
+        for broker_id in broker_ids:
+            path = f"/brokers/ids/{broker_id}"
+            if c.exists(path) is None:
+                out[broker_id] = "not registered in /brokers/ids (is it running?)"
+                continue
+            data, stat = c.get(path)
+            try:
+                migration = parse_broker(path, data, znode_stat(stat)).migration
+            except ZnodeError as exc:
+                out[broker_id] = str(exc)
+                continue
+            if migration is None or not migration.is_ready:
+                out[broker_id] = f"has not enabled {MIGRATION_ENABLE_CONFIG}"
+            elif migration.ibp is not None and not _migration_ibp(migration.ibp):
+                out[broker_id] = (f"inter.broker.protocol.version {migration.ibp} does not support the "
+                                  "migration (3.4 or newer needed)")
+        return out
 
     def claim(self, leadership: ZkMigrationLeadership) -> ZkMigrationLeadership | None:
         """Kafka's ``tryRegisterKRaftControllerAsActiveController``: bump ``/controller_epoch`` and make
@@ -232,24 +266,85 @@ def _failed(results: Sequence[Any]) -> str | None:
     return type(first).__name__
 
 
-class MigrationRunner:
-    """Runs the driver's actions on a controller process (one at a time, on a worker thread)."""
+class ZkBrokerChannel:
+    """Sends the driver's requests to the ZooKeeper brokers (Kafka's controller channel manager):
+    one queue and sender per broker, so each gets its requests in order; a request is retried while
+    the broker stays registered with the same epoch."""
 
-    def __init__(self, driver: MigrationDriver, zk: ZkMigrationClient, host: NodeHost, raft: Any) -> None:
+    def __init__(self, image: Callable[[], MetadataImage], client_id: str) -> None:
+        self._image = image
+        self._client_id = client_id
+        self._queues: dict[int, asyncio.Queue[BrokerRequest]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._clients: dict[int, ReconnectingClient] = {}
+
+    def send(self, requests: Sequence[BrokerRequest]) -> None:
+        for r in requests:
+            queue = self._queues.get(r.broker_id)
+            if queue is None:
+                queue = self._queues[r.broker_id] = asyncio.Queue()
+                self._tasks.append(asyncio.ensure_future(self._sender(r.broker_id, queue)))
+            queue.put_nowait(r)
+
+    async def _sender(self, broker_id: int, queue: asyncio.Queue[BrokerRequest]) -> None:
+        while True:
+            r = await queue.get()
+            for attempt in range(BROKER_REQUEST_ATTEMPTS):
+                registration = self._image().cluster.brokers.get(broker_id)
+                if registration is None or registration.epoch != r.body.get("brokerEpoch"):
+                    break  # gone or re-registered: a newer request (a full one) follows
+                client = self._client(broker_id, registration.listeners)
+                try:
+                    response = await client.request(r.api_key, r.version, r.body, timeout_s=10)
+                except NetworkError as exc:
+                    log.debug("%s to ZooKeeper broker %d failed (attempt %d): %s", ApiKey(r.api_key).name,
+                              broker_id, attempt, exc)
+                    await asyncio.sleep(min(0.2 * (attempt + 1), 2.0))
+                    continue
+                if response.get("errorCode", 0):
+                    log.info("%s to ZooKeeper broker %d: %s", ApiKey(r.api_key).name, broker_id,
+                             Errors.for_code(response["errorCode"]).name)
+                break
+
+    def _client(self, broker_id: int, listeners: Sequence[Endpoint]) -> ReconnectingClient:
+        host, port = listeners[0].host, listeners[0].port
+        client = self._clients.get(broker_id)
+        if client is None or (client.host, client.port) != (host, port):
+            client = self._clients[broker_id] = ReconnectingClient(host, port, client_id=self._client_id)
+        return client
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for client in self._clients.values():
+            await client.close()
+
+
+class MigrationRunner:
+    """Runs the driver's actions on a controller process (one at a time, on a worker thread) and
+    sends its requests to the ZooKeeper brokers."""
+
+    def __init__(self, driver: MigrationDriver, zk: ZkMigrationClient, host: NodeHost, raft: Any,
+                 image: Callable[[], MetadataImage]) -> None:
         self.driver = driver
         self.zk = zk
         self.host = host
         self.raft = raft
+        self.brokers = ZkBrokerChannel(image, f"controller-{driver.node_id}")
 
     async def run(self) -> None:
         try:
             while True:
                 action = self.driver.poll(_now_ms())
+                if action is not None:
+                    await self._run(action)
+                if self.driver.broker_requests:
+                    self.brokers.send(self.driver.broker_requests)
+                    self.driver.broker_requests.clear()
                 if action is None:
                     await asyncio.sleep(POLL_INTERVAL_S)
-                    continue
-                await self._run(action)
         finally:
+            await self.brokers.close()
             await asyncio.to_thread(self.zk.close)
 
     async def _run(self, action: Action) -> None:
@@ -258,7 +353,8 @@ class MigrationRunner:
             if isinstance(action, RecoverMigrationState):
                 driver.recovered(await asyncio.to_thread(self.zk.recover))
             elif isinstance(action, ReadZkBrokers):
-                driver.zk_brokers(await asyncio.to_thread(self.zk.broker_ids))
+                ids = await asyncio.to_thread(self.zk.broker_ids)
+                driver.zk_brokers(ids, await asyncio.to_thread(self.zk.unready_reasons, ids))
             elif isinstance(action, ClaimZkController):
                 driver.claimed(await asyncio.to_thread(self.zk.claim, action.leadership))
             elif isinstance(action, MigrateMetadata):
@@ -292,6 +388,13 @@ class MigrationRunner:
         if offset is None or not await self.raft.wait_committed(offset, COMMIT_TIMEOUT_S):
             raise ZooKeeperError("the migration records did not commit (leadership moved)")
         self.driver.migrated(offset, epoch)
+
+
+def _migration_ibp(text: str) -> bool:
+    try:
+        return parse_version_string(text).is_migration_supported()
+    except KraftwerkError:
+        return False
 
 
 def _now_ms() -> int:

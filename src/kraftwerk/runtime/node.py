@@ -202,7 +202,10 @@ class Node:
         if driver is not None:
             zk = ZkMigrationClient(config.raw.get("zookeeper.connect", ""), node_id=config.node_id,
                                    cluster_id=self.cluster_id, timeout_s=ZK_MIGRATION_TIMEOUT_S)
-            self._spawn(MigrationRunner(driver, zk, self.host, self.raft).run(), "migration-driver")
+            controller = self.controller
+            assert controller is not None
+            self._spawn(MigrationRunner(driver, zk, self.host, self.raft, lambda: controller.image).run(),
+                        "migration-driver")
         if self.broker is not None:
             self._spawn(self._broker_loop(), "broker-lifecycle")
         if self.data_plane is not None:

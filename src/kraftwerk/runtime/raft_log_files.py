@@ -278,11 +278,7 @@ class FileRaftLog(RaftLog):
             f.seek(first.position)
             return f.read(last.position + last.size - first.position)
 
-    def read(self, offset: int, max_bytes: int) -> bytes:
-        if offset < self._start or offset > self.end_offset:
-            raise ValueError(f"offset {offset} outside [{self._start}, {self.end_offset}]")
-        if offset == self.end_offset:
-            return b""  # not the last batch again: a fetch at the end (a wake-up) carries none
+    def _read_from(self, offset: int, max_bytes: int) -> bytes:
         idx = max(self._index_of(offset), 0)
         if idx >= len(self._batches):
             return b""

@@ -18,7 +18,13 @@ from kraftwerk.config.catalogue.controller import LOG_FILE_CONFIG, SOFTWARE_VERS
 from kraftwerk.config.errors import ConfigError, ConfigValueError, MissingConfigError
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.migration.reader import parse_connect
-from kraftwerk.runtime.config import Endpoint, _parse_endpoints, _parse_protocol_map
+from kraftwerk.runtime.config import (
+    Endpoint,
+    _parse_bootstrap_servers,
+    _parse_endpoints,
+    _parse_protocol_map,
+    _parse_voters,
+)
 from kraftwerk.runtime.security import ListenerSecurity, listener_security
 from kraftwerk.versions.metadata_version import MetadataVersion, parse_version_string
 from kraftwerk.versions.software import SoftwareVersion
@@ -49,6 +55,9 @@ class ZkServerConfig:
     log_file: str | None = None
     raw: Mapping[str, str] = field(default_factory=lambda: ConfigMap({}))
     security: Mapping[str, ListenerSecurity] = field(default_factory=dict, repr=False)
+    controller_quorum: tuple[tuple[str, int], ...] = ()
+    """The KRaft controllers' addresses (``controller.quorum.voters`` or ``.bootstrap.servers``) a
+    broker in migration registers with (KIP-866); empty before the migration."""
 
     @property
     def effective_advertised_listeners(self) -> tuple[Endpoint, ...]:
@@ -108,4 +117,10 @@ class ZkServerConfig:
                      parsed.text(LOG_FILE_CONFIG) or None, ConfigMap(props))
         security = {e.listener: listener_security(props, e.listener, protocols[e.listener])
                     for e in listeners}
-        return dataclasses.replace(config, security=MappingProxyType(security))
+        voters = _parse_voters(",".join(parsed.elements("controller.quorum.voters")))
+        quorum = tuple((v.host, v.port) for v in voters) or _parse_bootstrap_servers(
+            ",".join(parsed.elements("controller.quorum.bootstrap.servers")))
+        if quorum and config.migration_enabled and not ibp.is_migration_supported():
+            raise ConfigError(f"Cannot enable ZooKeeper migration without setting '{IBP_CONFIG}' to 3.4 or "
+                              "higher")
+        return dataclasses.replace(config, security=MappingProxyType(security), controller_quorum=quorum)

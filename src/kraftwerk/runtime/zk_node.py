@@ -12,6 +12,10 @@ version, then its LeaderAndIsr / UpdateMetadata / StopReplica go out to the brok
 feeds those to its :class:`~kraftwerk.broker.zk_broker.ZkBrokerCore` and its data plane, and reloads
 ``/config/topics`` and ``/config/brokers`` on each ``/config/changes`` notification.
 
+In a KIP-866 migration (the flag and the controllers' quorum set) the broker also registers with the
+KRaft quorum (:mod:`~kraftwerk.runtime.zk_migration_link`); once ``/controller`` names a KRaft
+controller, it takes that controller's requests and forwards admin requests and AlterPartition to it.
+
 Readiness: once this broker is in its own metadata cache (the controller's UpdateMetadata reached
 it), it writes ``kraftwerk.ready`` into its first log dir, as a KRaft node does.
 """
@@ -25,29 +29,22 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from kraftwerk.broker.node import only_broker_loggers
-from kraftwerk.broker.zk_broker import ZK_BROKER_API_KEYS, ZkBrokerCore
-from kraftwerk.config import ConfigResourceType
+from kraftwerk.broker.zk_broker import ZK_BROKER_API_KEYS, MigratingZkBrokerLifecycle, ZkBrokerCore
 from kraftwerk.controller.common import declared_api_ranges, shape_response
 from kraftwerk.controller.responses import not_controller_body
-from kraftwerk.controller.zk_controller import Decisions, ZkController, ZkCreate, ZkDelete, ZkOp, ZkSet
-from kraftwerk.image.model import ConfigResource, Endpoint
+from kraftwerk.controller.zk_controller import Decisions, ZkController, ZkOp
+from kraftwerk.image.model import Endpoint
 from kraftwerk.migration import encode
-from kraftwerk.migration.errors import ZnodeError
-from kraftwerk.migration.reader import parse_connect, read_tree, znode_stat
+from kraftwerk.migration.reader import parse_connect, read_tree
 from kraftwerk.migration.state import parse_cluster
-from kraftwerk.migration.tree import ZnodeStat
 from kraftwerk.migration.znodes import (
-    DEFAULT_ENTITY,
     KRaftMigrationInfo,
-    parse_broker,
     parse_controller,
-    parse_entity_config,
-    parse_topic,
 )
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.api_keys import ApiKey
@@ -55,127 +52,23 @@ from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.runtime.client import ReconnectingClient
 from kraftwerk.runtime.data_plane import DATA_API_KEYS, DataPlane
 from kraftwerk.runtime.errors import NetworkError, NodeError
+from kraftwerk.runtime.forwarding import envelope_body, unwrap_response
 from kraftwerk.runtime.node import READY_FILE
 from kraftwerk.runtime.raft_host import wall_clock_ms
 from kraftwerk.runtime.server import KafkaServer, Request
 from kraftwerk.runtime.zk_config import ZkServerConfig
+from kraftwerk.runtime.zk_migration_link import KRaftQuorumLink
+from kraftwerk.runtime.zk_store import ZkWriteError, ZooKeeperStore
 from kraftwerk.storage.lock import LogDirLock
 from kraftwerk.storage.properties import MetaProperties, read_meta_properties, write_meta_properties
 
 log = logging.getLogger("kraftwerk.zk_node")
 
+FORWARDED_KEYS = frozenset({ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS,
+                            ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS})
+"""What a broker in migration forwards to the KRaft controller (the rest it answers itself)."""
 ADMIN_WAIT_S = 30.0
 """How long CreateTopics / DeleteTopics wait for the controller's decision to reach this broker."""
-
-
-class ZkWriteError(NodeError):
-    """A znode transaction failed (a version moved, a znode exists or is missing)."""
-
-
-@contextlib.contextmanager
-def _skipping_invalid() -> Iterator[None]:
-    """A znode Kafka could not read either is logged and left out, never fatal to the broker."""
-    try:
-        yield
-    except ZnodeError as exc:
-        log.warning("skipping %s", exc)
-
-
-class ZooKeeperStore:
-    """The blocking kazoo calls this process makes (run in worker threads)."""
-
-    def __init__(self, client: Any) -> None:
-        from kazoo.exceptions import NodeExistsError, NoNodeError
-
-        self.client = client
-        self.no_node, self.node_exists = NoNodeError, NodeExistsError
-
-    def apply(self, ops: Sequence[ZkOp], check: tuple[str, int] | None = None) -> None:
-        """``ops`` in one transaction (after ``check``: a znode that must be at a version); missing
-        parents are created, a delete of a missing znode is dropped, an unconditional set of a
-        missing znode becomes a create."""
-        txn = self.client.transaction()
-        if check is not None:
-            txn.check(*check)
-        created: set[str] = set()
-        for op in ops:
-            if isinstance(op, ZkDelete):
-                for path in self._subtree(op.path) if op.recursive else [op.path]:
-                    if self.client.exists(path) is not None:
-                        txn.delete(path)
-                continue
-            exists = op.path in created or self.client.exists(op.path) is not None
-            if isinstance(op, ZkSet) and (op.version >= 0 or exists):
-                txn.set_data(op.path, op.data, version=op.version)
-                continue
-            parent = op.path.rsplit("/", 1)[0]
-            missing = []
-            while parent and parent not in created and self.client.exists(parent) is None:
-                missing.append(parent)
-                parent = parent.rsplit("/", 1)[0]
-            for path in reversed(missing):
-                txn.create(path, b"")
-                created.add(path)
-            sequential = isinstance(op, ZkCreate) and op.sequential
-            txn.create(op.path, op.data, sequence=sequential)
-            created.add(op.path)
-        results = txn.commit()
-        failed = [r for r in results if isinstance(r, Exception)]
-        if failed:
-            raise ZkWriteError(f"ZooKeeper transaction failed: {', '.join(type(r).__name__ for r in failed)}")
-
-    def _subtree(self, path: str) -> list[str]:
-        """``path`` and its descendants, deepest first (ZooKeeper deletes only leaves)."""
-        try:
-            children = self.client.get_children(path)
-        except self.no_node:
-            return []
-        out: list[str] = []
-        for child in children:
-            out += self._subtree(f"{path}/{child}")
-        return [*out, path]
-
-    def children(self, path: str) -> list[str]:
-        try:
-            return sorted(self.client.get_children(path))
-        except self.no_node:
-            return []
-
-    def get(self, path: str) -> tuple[bytes, ZnodeStat] | None:
-        try:
-            data, stat = self.client.get(path)
-        except self.no_node:
-            return None
-        return data, znode_stat(stat)
-
-    def brokers(self) -> dict[int, Any]:
-        out = {}
-        for name in self.children("/brokers/ids"):
-            got = self.get(f"/brokers/ids/{name}")
-            with _skipping_invalid():
-                if got is not None:
-                    out[int(name)] = parse_broker(f"/brokers/ids/{name}", got[0], got[1])
-        return out
-
-    def topics(self) -> dict[str, Any]:
-        out = {}
-        for name in self.children("/brokers/topics"):
-            got = self.get(encode.topic_path(name))
-            with _skipping_invalid():
-                if got is not None:
-                    out[name] = parse_topic(encode.topic_path(name), got[0])
-        return out
-
-    def configs(self) -> dict[ConfigResource, dict[str, str]]:
-        out = {}
-        for rtype, ztype in ((ConfigResourceType.TOPIC, "topics"), (ConfigResourceType.BROKER, "brokers")):
-            for name in self.children(f"/config/{ztype}"):
-                got = self.get(f"/config/{ztype}/{name}")
-                with _skipping_invalid():
-                    if got is not None:
-                        config = parse_entity_config(f"/config/{ztype}/{name}", got[0])
-                        out[ConfigResource(rtype, "" if name == DEFAULT_ENTITY else name)] = config
-        return out
 
 
 class ZkNode:
@@ -196,6 +89,9 @@ class ZkNode:
         self.core: ZkBrokerCore | None = None
         self.data_plane: DataPlane | None = None
         self.controller: ZkController | None = None
+        self.kraft_link: KRaftQuorumLink | None = None
+        self.kraft_controller_id: int | None = None
+        """KIP-866: the KRaft controller ``/controller`` names (admin requests are forwarded to it)."""
         self._epoch_version = -1
         self._events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self._watched_topics: set[str] = set()
@@ -230,7 +126,7 @@ class ZkNode:
                                  api_versions=self._advertised, listeners=endpoints,
                                  software=self.config.software)
         self.data_plane = DataPlane(self.node_id, self.config.log_dirs, self.config.software, self.config.raw,
-                                    self._controller_request, lambda: self.broker_epoch,
+                                    self._controller_request, self._controller_broker_epoch,
                                     self.config.inter_broker_listener_name)
         for endpoint in self.config.listeners:
             server = KafkaServer(_Listener(self, endpoint.listener), endpoint.host or "0.0.0.0",
@@ -241,10 +137,21 @@ class ZkNode:
             log.info("Awaiting socket connections on %s:%d (listener %s).", endpoint.host or "0.0.0.0",
                      server.port, endpoint.listener)
         await self._reload_configs()
+        if self.config.migration_enabled and self.config.controller_quorum:
+            self.kraft_link = KRaftQuorumLink(self._kraft_lifecycle(endpoints), self.config.controller_quorum)
+            self.core.kraft_lifecycle = self.kraft_link.lifecycle
+            self._spawn(self.kraft_link.run(), "kraft-registration")
         self._spawn(self._controller_events(), "zk-controller-events")
         self._spawn(self.data_plane.housekeeping(), "log-housekeeping")
         self._watch_children("/config/changes", "config")
         self._client.DataWatch("/controller", self._on_controller_znode)
+
+    def _kraft_lifecycle(self, endpoints: Sequence[Endpoint]) -> MigratingZkBrokerLifecycle:
+        dir_ids = [meta.directory_id for d in self.config.log_dirs
+                   if (meta := read_meta_properties(Path(d) / "meta.properties")).directory_id is not None]
+        return MigratingZkBrokerLifecycle(self.node_id, self.cluster_id, self.config.software, endpoints,
+                                          dir_ids, incarnation_id=uuid.uuid4(), rack=self.config.rack,
+                                          api_versions=self._advertised)
 
     def _connect(self) -> None:
         from kazoo.client import KazooClient, KazooState
@@ -323,6 +230,8 @@ class ZkNode:
         self.stopped.set()
         for task in list(self._tasks):
             task.cancel()
+        if self.kraft_link is not None:
+            await self.kraft_link.controlled_shutdown()
         for server in self.servers:
             await server.close()
         if self.data_plane is not None:
@@ -449,13 +358,16 @@ class ZkNode:
 
     async def _on_controller_change(self, data: bytes | None) -> None:
         if data is not None:
-            current = parse_controller("/controller", data).broker_id
+            holder = parse_controller("/controller", data)
+            current = holder.broker_id
+            self.kraft_controller_id = current if holder.kraft_controller_epoch >= 0 else None
             if current != self.node_id and self.controller is not None:
                 log.info("[Controller id=%d] Resigning: broker %d is the controller now", self.node_id,
                          current)
                 self.controller = None
             return
         self.controller = None
+        self.kraft_controller_id = None  # a rollback deleted the KRaft controller's /controller
         won = await asyncio.to_thread(self._claim_controller)
         if won is None:
             return
@@ -550,8 +462,21 @@ class ZkNode:
                 log.debug("request %d to broker %d failed (attempt %d): %s", api_key, broker_id, attempt, exc)
                 await asyncio.sleep(0.2 * (attempt + 1))
 
+    def _kraft(self) -> KRaftQuorumLink | None:
+        """The link to the KRaft quorum once a KRaft controller holds ``/controller``, else None."""
+        return self.kraft_link if self.kraft_controller_id is not None else None
+
+    def _controller_broker_epoch(self) -> int:
+        """The broker epoch the current controller knows: the KRaft registration's under a KRaft one."""
+        link = self._kraft()
+        return link.broker_epoch if link is not None else self.broker_epoch
+
     async def _controller_request(self, api_key: int, version: int, body: codec.Value) -> codec.Value:
-        """The data plane's AlterPartition: to this process's controller, or the current one's broker."""
+        """The data plane's AlterPartition: to this process's controller, the current one's broker, or
+        the KRaft controller in a migration."""
+        link = self._kraft()
+        if link is not None:
+            return await link.request(api_key, version, body)
         if self.controller is not None:
             answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
             self._events.put_nowait(("alter_partition", (body, answer, version)))
@@ -601,6 +526,8 @@ class ZkNode:
             if self.controller is None:
                 return not_controller_body(key, version, body)
             return shape_response(key, version, await self._controller_request(key, version, body))
+        if key in FORWARDED_KEYS and self._kraft() is not None and not only_broker_loggers(body):
+            return await self._forward(request)
         if key == ApiKey.CREATE_TOPICS:
             return shape_response(key, version, await self._create_topics(body))
         if key == ApiKey.CREATE_PARTITIONS:
@@ -624,6 +551,20 @@ class ZkNode:
             return shape_response(key, version, response)
         reply = core.handle_read(key, version, body, wall_clock_ms(), listener)
         return getattr(reply, "body", None)
+
+    async def _forward(self, request: Request) -> codec.Value:
+        """KIP-866: admin requests go to the KRaft controller in an EnvelopeRequest (KIP-590), as a
+        KRaft broker forwards them; NOT_CONTROLLER (retriable) when none answers."""
+        link = self._kraft()
+        assert link is not None
+        key, version = request.api_key, request.api_version
+        envelope = envelope_body(key, version, request.correlation_id, request.client_id, request.body,
+                                 request.connection.peer)
+        try:
+            return unwrap_response(key, version, await link.request(ApiKey.ENVELOPE, 0, envelope)).body
+        except NetworkError as exc:  # ForwardingError included
+            log.info("Forwarding %s to the KRaft controller failed: %s", ApiKey(key).name, exc)
+        return not_controller_body(key, version, request.body)
 
     async def _create_topics(self, body: Mapping[str, Any]) -> dict[str, Any]:
         assert self.core is not None and self.zk is not None
