@@ -15,24 +15,14 @@ from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.messages import as_body
 from kraftwerk.protocol.messages.sasl import (
     AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsRequestScramCredentialDeletion,
+    AlterUserScramCredentialsRequestScramCredentialUpsertion,
     AlterUserScramCredentialsResponse,
+    AlterUserScramCredentialsResponseAlterUserScramCredentialsResult,
     DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
-)
-from kraftwerk.protocol.messages.sasl import (
-    AlterUserScramCredentialsRequestScramCredentialDeletion as Deletion,
-)
-from kraftwerk.protocol.messages.sasl import (
-    AlterUserScramCredentialsRequestScramCredentialUpsertion as Upsertion,
-)
-from kraftwerk.protocol.messages.sasl import (
-    AlterUserScramCredentialsResponseAlterUserScramCredentialsResult as AlterResult,
-)
-from kraftwerk.protocol.messages.sasl import (
-    DescribeUserScramCredentialsResponseCredentialInfo as CredentialInfo,
-)
-from kraftwerk.protocol.messages.sasl import (
-    DescribeUserScramCredentialsResponseDescribeUserScramCredentialsResult as DescribeResult,
+    DescribeUserScramCredentialsResponseCredentialInfo,
+    DescribeUserScramCredentialsResponseDescribeUserScramCredentialsResult,
 )
 from kraftwerk.protocol.routing import Request
 from kraftwerk.protocol.sasl_mechanisms import (
@@ -50,6 +40,12 @@ if TYPE_CHECKING:
 MECHANISM_NAMES = {number: name for name, (number, _) in SCRAM_MECHANISMS.items()}
 _TWICE = "A user credential cannot be altered twice in the same request"
 _NO_SCRAM = "The current metadata.version does not support SCRAM"
+
+Deletion = AlterUserScramCredentialsRequestScramCredentialDeletion
+Upsertion = AlterUserScramCredentialsRequestScramCredentialUpsertion
+AlterResult = AlterUserScramCredentialsResponseAlterUserScramCredentialsResult
+CredentialInfo = DescribeUserScramCredentialsResponseCredentialInfo
+DescribeResult = DescribeUserScramCredentialsResponseDescribeUserScramCredentialsResult
 
 
 def _error(user: str, error: Errors, message: str | None) -> AlterResult:
