@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from kraftwerk.config import (
     BROKER_CONFIGS,
@@ -40,6 +40,20 @@ from kraftwerk.image.audit import reports_static_configs
 from kraftwerk.image.model import ConfigResource, MetadataImage
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
+from kraftwerk.protocol.messages import as_body
+from kraftwerk.protocol.messages.configs import (
+    AlterConfigsRequest,
+    AlterConfigsRequestAlterConfigsResource,
+    AlterConfigsResponse,
+    AlterConfigsResponseAlterConfigsResourceResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    DescribeConfigsResponseDescribeConfigsResourceResult,
+    DescribeConfigsResponseDescribeConfigsResult,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsRequestAlterConfigsResource,
+    IncrementalAlterConfigsResponse,
+)
 from kraftwerk.protocol.registry import lookup_record
 from kraftwerk.protocol.routing import Request
 from kraftwerk.versions.metadata_version import FEATURE_NAME
@@ -48,6 +62,13 @@ if TYPE_CHECKING:
     from kraftwerk.controller.quorum import QuorumController
 
 log = logging.getLogger(__name__)
+
+#: A resource of AlterConfigs or of IncrementalAlterConfigs: both go through one path.
+AlterResource = TypeVar(
+    "AlterResource",
+    AlterConfigsRequestAlterConfigsResource,
+    IncrementalAlterConfigsRequestAlterConfigsResource,
+)
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
@@ -102,8 +123,10 @@ class ConfigControl:
         self.controllers = controllers
         self.static_of = static_of or {}
 
-    def incremental_alter_configs(self, body: Mapping[str, Any]) -> tuple[list[MetadataRecord], Body]:
-        def changes(resource: Mapping[str, Any]) -> dict[str, str | None]:
+    def incremental_alter_configs(self, request_body: Mapping[str, Any]) -> tuple[list[MetadataRecord], Body]:
+        body = cast(IncrementalAlterConfigsRequest, request_body)
+
+        def changes(resource: IncrementalAlterConfigsRequestAlterConfigsResource) -> dict[str, str | None]:
             seen: set[str] = set()
             ops: list[tuple[str, int, str | None]] = []
             for c in resource.get("configs") or ():
@@ -113,10 +136,15 @@ class ConfigControl:
                 ops.append((c["name"], c["configOperation"], c.get("value")))
             return self._apply_ops(resource["resourceType"], resource["resourceName"], ops)
 
-        return self._alter(body, changes)
+        resources = list(body.get("resources") or ())
+        records, responses = self._alter(resources, body.get("validateOnly", False), changes)
+        response: IncrementalAlterConfigsResponse = {"throttleTimeMs": 0, "responses": responses}
+        return records, as_body(response)
 
-    def alter_configs(self, body: Mapping[str, Any]) -> tuple[list[MetadataRecord], Body]:
-        def changes(resource: Mapping[str, Any]) -> dict[str, str | None]:
+    def alter_configs(self, request_body: Mapping[str, Any]) -> tuple[list[MetadataRecord], Body]:
+        body = cast(AlterConfigsRequest, request_body)
+
+        def changes(resource: AlterConfigsRequestAlterConfigsResource) -> dict[str, str | None]:
             new = {c["name"]: c.get("value") for c in resource.get("configs") or ()}
             rtype, rname = resource["resourceType"], resource["resourceName"]
             current = self._current(rtype, rname)
@@ -124,18 +152,22 @@ class ConfigControl:
             out.update(new)
             return out
 
-        return self._alter(body, changes)
+        resources = list(body.get("resources") or ())
+        records, responses = self._alter(resources, body.get("validateOnly", False), changes)
+        response: AlterConfigsResponse = {"throttleTimeMs": 0, "responses": responses}
+        return records, as_body(response)
 
     # ------------------------------------------------------------------ shared path
 
     def _alter(
-        self, body: Mapping[str, Any], changes: Callable[[Mapping[str, Any]], dict[str, str | None]]
-    ) -> tuple[list[MetadataRecord], Body]:
-        validate_only = bool(body.get("validateOnly", False))
-        resources = list(body.get("resources") or ())
+        self,
+        resources: list[AlterResource],
+        validate_only: bool,
+        changes: Callable[[AlterResource], dict[str, str | None]],
+    ) -> tuple[list[MetadataRecord], list[AlterConfigsResponseAlterConfigsResourceResponse]]:
         keys = [(r["resourceType"], r["resourceName"]) for r in resources]
         records: list[MetadataRecord] = []
-        responses: list[Body] = []
+        responses: list[AlterConfigsResponseAlterConfigsResourceResponse] = []
         for resource in resources:
             rtype, rname = resource["resourceType"], resource["resourceName"]
             try:
@@ -156,13 +188,13 @@ class ConfigControl:
                 }
             )
             self._log(rtype, rname, resource, error, message, validate_only)
-        return ([] if validate_only else records), {"throttleTimeMs": 0, "responses": responses}
+        return ([] if validate_only else records), responses
 
     def _log(
         self,
         rtype: int,
         rname: str,
-        resource: Mapping[str, Any],
+        resource: AlterResource,
         error: Errors,
         message: str | None,
         validate_only: bool,
@@ -306,16 +338,17 @@ def describe_configs(
     node_id: int,
     static: Mapping[str, str],
     version: int,
-    body: Mapping[str, Any],
+    request_body: Mapping[str, Any],
     loggers: Mapping[str, str] | None = None,
 ) -> Body:
     """DescribeConfigs as a node answers it from its image and ``server.properties`` (Kafka's
     ``ConfigHelper``): BROKER ``""`` (the dynamic cluster defaults) or this node's id, TOPIC, and
     -- on a broker, which passes its ``loggers`` -- BROKER_LOGGER. Sensitive values are None."""
+    body = cast(DescribeConfigsRequest, request_body)
     cluster_default = image.configs.get(ConfigResource(ConfigResourceType.BROKER, ""), {})
     include_synonyms = bool(body.get("includeSynonyms", False)) and version >= 1
     include_docs = bool(body.get("includeDocumentation", False)) and version >= 3
-    results = []
+    results: list[DescribeConfigsResponseDescribeConfigsResult] = []
     for res in body.get("resources") or ():
         rtype, rname = res["resourceType"], res["resourceName"]
         keys = res.get("configurationKeys")
@@ -332,7 +365,7 @@ def describe_configs(
                 }
             )
             continue
-        configs = [
+        configs: list[DescribeConfigsResponseDescribeConfigsResourceResult] = [
             {
                 "name": e.name,
                 "value": e.value,
@@ -358,7 +391,8 @@ def describe_configs(
                 "configs": configs,
             }
         )
-    return {"throttleTimeMs": 0, "results": results}
+    response: DescribeConfigsResponse = {"throttleTimeMs": 0, "results": results}
+    return as_body(response)
 
 
 def _describe_resource(

@@ -28,6 +28,7 @@ from kraftwerk.image.model import ConfigResource, ConfigResourceType, ZkMigratio
 from kraftwerk.image.writer import broker_registration_value, image_losses
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
+from kraftwerk.protocol.messages import as_body
 from kraftwerk.protocol.messages.features import UpdateFeaturesRequest
 from kraftwerk.protocol.routing import Request
 from kraftwerk.versions.features import KRAFT_VERSION, VersionRange
@@ -123,7 +124,8 @@ class FeatureControlManager:
             version, state.metadata_version, {u.feature: u.level for u in updates}
         )
         if refusal is not None:
-            return Respond(update_features_error_body(version, [u.feature for u in updates], *refusal))
+            refused = update_features_error_body(version, [u.feature for u in updates], *refusal)
+            return Respond(as_body(refused))
 
         def losses_at(mv: MetadataVersion) -> tuple[str, ...]:
             return image_losses(image, mv)
@@ -152,9 +154,9 @@ class FeatureControlManager:
         if audit is not None and version >= 3:
             response["configAudit"] = json.dumps(audit.to_json())
         if audit is not None and audit.refused:
-            return Respond(response)
+            return Respond(as_body(response))
         if not outcome.ok or not outcome.records:
-            return Respond(response)
+            return Respond(as_body(response))
         records = self._elr_config_records(outcome.records) + list(outcome.records)
         records += self._static_config_records(outcome.records)
         for r in outcome.records:
@@ -162,11 +164,11 @@ class FeatureControlManager:
                 self.inflight_levels[r.value["name"]] = r.value["featureLevel"]
         return AppendThenRespond(
             tuple(records),
-            response,
+            as_body(response),
             atomic=True,
-            not_controller_body=update_features_error_body(
+            not_controller_body=as_body(update_features_error_body(
                 version, outcome.feature_names, Errors.NOT_CONTROLLER, None
-            ),
+            )),
             kraft_version_upgrade=outcome.kraft_version_upgrade,
         )
 

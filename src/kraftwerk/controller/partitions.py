@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kraftwerk.controller.common import rec
 from kraftwerk.controller.effects import AppendThenRespond, Respond
@@ -20,6 +19,14 @@ from kraftwerk.controller.responses import not_controller_body
 from kraftwerk.image.model import NO_LEADER, MetadataImage, PartitionRegistration, TopicImage
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
+from kraftwerk.protocol.messages import as_body
+from kraftwerk.protocol.messages.replication import (
+    AlterPartitionRequest,
+    AlterPartitionRequestPartitionData,
+    AlterPartitionResponse,
+    AlterPartitionResponsePartitionData,
+    AlterPartitionResponseTopicData,
+)
 from kraftwerk.protocol.routing import Request
 from kraftwerk.versions.metadata_version import MetadataVersion
 
@@ -42,15 +49,16 @@ class PartitionControlManager:
         return mv
 
     def alter_partition(self, request: Request) -> Respond | AppendThenRespond:
-        records, response = alter_partition(self._c.image, self._mv(), request.version, request.body)
+        body = cast(AlterPartitionRequest, request.body)
+        records, response = alter_partition(self._c.image, self._mv(), request.version, body)
         return self._reply(request, records, response)
 
     @staticmethod
-    def _reply(request: Request, records: list[MetadataRecord], response: dict[str, Any]
+    def _reply(request: Request, records: list[MetadataRecord], response: AlterPartitionResponse
                ) -> Respond | AppendThenRespond:
         if not records:
-            return Respond(response)
-        return AppendThenRespond(tuple(records), response, atomic=True,
+            return Respond(as_body(response))
+        return AppendThenRespond(tuple(records), as_body(response), atomic=True,
                                  not_controller_body=not_controller_body(
             request.api_key, request.version, request.body))
 
@@ -100,19 +108,19 @@ def _alive(image: MetadataImage, broker_id: int) -> bool:
 
 # ---------------------------------------------------------------------- AlterPartition
 
-def alter_partition(image: MetadataImage, mv: MetadataVersion, version: int, body: Mapping[str, Any]
-                    ) -> tuple[list[MetadataRecord], dict[str, Any]]:
+def alter_partition(image: MetadataImage, mv: MetadataVersion, version: int, body: AlterPartitionRequest
+                    ) -> tuple[list[MetadataRecord], AlterPartitionResponse]:
     """Kafka's ReplicationControlManager.alterPartition: records to append and the response."""
     broker_id = body["brokerId"]
     broker = image.cluster.brokers.get(broker_id)
     if broker is None or (body.get("brokerEpoch", -1) != -1 and body["brokerEpoch"] != broker.epoch):
         return [], {"throttleTimeMs": 0, "errorCode": Errors.STALE_BROKER_EPOCH.code, "topics": []}
     records: list[MetadataRecord] = []
-    topics_out = []
+    topics_out: list[AlterPartitionResponseTopicData] = []
     for t in body.get("topics", ()):
         topics = image.topics
         topic = topics.by_id.get(t["topicId"]) if version >= 2 else topics.by_name.get(t["topicName"])
-        parts_out = []
+        parts_out: list[AlterPartitionResponsePartitionData] = []
         for p in t.get("partitions", ()):
             pid = p["partitionIndex"]
             reg = None if topic is None else topic.partitions.get(pid)
@@ -136,7 +144,7 @@ def alter_partition(image: MetadataImage, mv: MetadataVersion, version: int, bod
 
 
 def _alter_error(image: MetadataImage, broker_id: int, reg: PartitionRegistration | None,
-                 p: Mapping[str, Any], new_isr: list[int]) -> Errors:
+                 p: AlterPartitionRequestPartitionData, new_isr: list[int]) -> Errors:
     if reg is None:
         return Errors.UNKNOWN_TOPIC_OR_PARTITION
     if reg.leader != broker_id:

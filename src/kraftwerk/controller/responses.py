@@ -14,6 +14,11 @@ from kraftwerk.protocol import codec
 from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.header import encode_response_header, response_header_version
+from kraftwerk.protocol.messages import as_body
+from kraftwerk.protocol.messages.features import (
+    UpdateFeaturesResponse,
+    UpdateFeaturesResponseUpdatableFeatureResult,
+)
 from kraftwerk.protocol.registry import by_api_key
 from kraftwerk.protocol.schema import Kind
 
@@ -27,9 +32,9 @@ def encode_response(api_key: int, version: int, correlation_id: int, body: Mappi
 
 def update_features_error_body(
     version: int, names: Sequence[str], error: Errors, message: str | None
-) -> Body:
+) -> UpdateFeaturesResponse:
     """Kafka's ``UpdateFeaturesResponse.createWithErrors``: v0-1 repeat the error per feature."""
-    results = (
+    results: list[UpdateFeaturesResponseUpdatableFeatureResult] = (
         [{"feature": n, "errorCode": error.code, "errorMessage": message} for n in sorted(names)]
         if version < 2
         else []
@@ -37,7 +42,7 @@ def update_features_error_body(
     return {"throttleTimeMs": 0, "errorCode": error.code, "errorMessage": message, "results": results}
 
 
-def update_features_response(version: int, outcome: fc.UpdateFeaturesOutcome) -> Body:
+def update_features_response(version: int, outcome: fc.UpdateFeaturesOutcome) -> UpdateFeaturesResponse:
     return update_features_error_body(version, outcome.feature_names, outcome.error, outcome.message)
 
 
@@ -51,7 +56,7 @@ def error_body(
     """A response of ``api_key`` carrying ``error`` (the shapes of the controller RPCs)."""
     if api_key == ApiKey.UPDATE_FEATURES:
         names = [u["feature"] for u in body.get("featureUpdates") or ()]
-        return update_features_error_body(version, names, error, message)
+        return as_body(update_features_error_body(version, names, error, message))
     if api_key == ApiKey.BROKER_REGISTRATION:
         return {"throttleTimeMs": 0, "errorCode": error.code, "brokerEpoch": -1}
     if api_key == ApiKey.BROKER_HEARTBEAT:

@@ -6,12 +6,24 @@ broker's included). Only salted keys are stored; a salted password never reaches
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kraftwerk.controller.common import rec
-from kraftwerk.controller.effects import AppendThenRespond, Respond
+from kraftwerk.controller.effects import AppendThenRespond, Body, Respond
 from kraftwerk.image.model import MetadataImage
 from kraftwerk.protocol.error_codes import Errors
+from kraftwerk.protocol.messages import as_body
+from kraftwerk.protocol.messages.sasl import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsRequestScramCredentialDeletion,
+    AlterUserScramCredentialsRequestScramCredentialUpsertion,
+    AlterUserScramCredentialsResponse,
+    AlterUserScramCredentialsResponseAlterUserScramCredentialsResult,
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+    DescribeUserScramCredentialsResponseCredentialInfo,
+    DescribeUserScramCredentialsResponseDescribeUserScramCredentialsResult,
+)
 from kraftwerk.protocol.routing import Request
 from kraftwerk.protocol.sasl_mechanisms import (
     MAX_ITERATIONS,
@@ -29,9 +41,19 @@ MECHANISM_NAMES = {number: name for name, (number, _) in SCRAM_MECHANISMS.items(
 _TWICE = "A user credential cannot be altered twice in the same request"
 _NO_SCRAM = "The current metadata.version does not support SCRAM"
 
+Deletion = AlterUserScramCredentialsRequestScramCredentialDeletion
+Upsertion = AlterUserScramCredentialsRequestScramCredentialUpsertion
+AlterResult = AlterUserScramCredentialsResponseAlterUserScramCredentialsResult
+CredentialInfo = DescribeUserScramCredentialsResponseCredentialInfo
+DescribeResult = DescribeUserScramCredentialsResponseDescribeUserScramCredentialsResult
 
-def _error(user: str, error: Errors, message: str | None) -> dict[str, Any]:
+
+def _error(user: str, error: Errors, message: str | None) -> AlterResult:
     return {"user": user, "errorCode": error.code, "errorMessage": message}
+
+
+def _described(user: str, error: Errors, message: str | None, infos: list[CredentialInfo]) -> DescribeResult:
+    return {"user": user, "errorCode": error.code, "errorMessage": message, "credentialInfos": infos}
 
 
 class ScramControlManager:
@@ -44,9 +66,12 @@ class ScramControlManager:
         mv = self._c.image.metadata_version
         supported = mv is not None and mv >= MetadataVersion.IBP_3_5_IV2
         errors: dict[str, tuple[Errors, str]] = {}
-        deletions: dict[str, dict[str, Any]] = {}
-        upsertions: dict[str, dict[str, Any]] = {}
-        for kind, items in (("delete", request.body["deletions"]), ("upsert", request.body["upsertions"])):
+        deletions: dict[str, Deletion] = {}
+        upsertions: dict[str, Upsertion] = {}
+        body = cast(AlterUserScramCredentialsRequest, request.body)
+        batches: tuple[tuple[str, list[Deletion] | list[Upsertion]], ...] = (
+            ("delete", body["deletions"]), ("upsert", body["upsertions"]))
+        for kind, items in batches:
             for item in items:
                 name = item["name"]
                 if name in errors:
@@ -57,16 +82,19 @@ class ScramControlManager:
                     errors[name] = (Errors.UNSUPPORTED_VERSION, _NO_SCRAM)
                 elif (problem := self._problem(kind, item)) is not None:
                     errors[name] = problem
+                elif kind == "delete":
+                    deletions[name] = item
                 else:
-                    (deletions if kind == "delete" else upsertions)[name] = item
+                    upsertions[name] = cast(Upsertion, item)
         records = [rec("RemoveUserScramCredentialRecord", 0, {"name": d["name"], "mechanism": d["mechanism"]})
                    for d in deletions.values()]
         records += [_credential_record(u) for u in upsertions.values()]
         results = [_error(name, Errors.NONE, None) for name in (*deletions, *upsertions)]
         results += [_error(name, error, text) for name, (error, text) in errors.items()]
-        return AppendThenRespond(tuple(records), {"throttleTimeMs": 0, "results": results})
+        response: AlterUserScramCredentialsResponse = {"throttleTimeMs": 0, "results": results}
+        return AppendThenRespond(tuple(records), as_body(response))
 
-    def _problem(self, kind: str, item: dict[str, Any]) -> tuple[Errors, str] | None:
+    def _problem(self, kind: str, item: Deletion | Upsertion) -> tuple[Errors, str] | None:
         if not item["name"]:
             return Errors.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
         if item["mechanism"] not in MECHANISM_NAMES:
@@ -75,9 +103,10 @@ class ScramControlManager:
             if (item["mechanism"], item["name"]) not in self._c.image.scram:
                 return Errors.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist"
             return None
-        if item["iterations"] < MIN_ITERATIONS:
+        iterations = cast(Upsertion, item)["iterations"]
+        if iterations < MIN_ITERATIONS:
             return Errors.UNACCEPTABLE_CREDENTIAL, "Too few iterations"
-        if item["iterations"] > MAX_ITERATIONS:
+        if iterations > MAX_ITERATIONS:
             return Errors.UNACCEPTABLE_CREDENTIAL, "Too many iterations"
         return None
 
@@ -85,7 +114,7 @@ class ScramControlManager:
         return Respond(describe_scram(self._c.image, request.body))
 
 
-def _credential_record(upsertion: dict[str, Any]) -> Any:
+def _credential_record(upsertion: Upsertion) -> Any:
     """The record of an upsertion: the salted password turned into RFC 5802's stored and server keys."""
     mechanism = MECHANISM_NAMES[upsertion["mechanism"]]
     credential = salted_credential(mechanism, bytes(upsertion["saltedPassword"]), bytes(upsertion["salt"]),
@@ -96,10 +125,15 @@ def _credential_record(upsertion: dict[str, Any]) -> Any:
         "iterations": credential.iterations})
 
 
-def describe_scram(image: MetadataImage, body: Mapping[str, Any]) -> dict[str, Any]:
+def describe_scram(image: MetadataImage, body: Mapping[str, Any]) -> Body:
     """DescribeUserScramCredentials as Kafka's ``ScramImage.describe``: every user when none is
     named; a user named twice is DUPLICATE_RESOURCE, an unknown one RESOURCE_NOT_FOUND."""
-    by_user: dict[str, list[dict[str, int]]] = {}
+    return as_body(_describe_scram(image, cast(DescribeUserScramCredentialsRequest, body)))
+
+
+def _describe_scram(image: MetadataImage, body: DescribeUserScramCredentialsRequest,
+                    ) -> DescribeUserScramCredentialsResponse:
+    by_user: dict[str, list[CredentialInfo]] = {}
     for (mechanism, user), credential in sorted(image.scram.items()):
         by_user.setdefault(user, []).append({"mechanism": mechanism, "iterations": credential.iterations})
     names = [u["name"] for u in body.get("users") or ()] or sorted(by_user)
@@ -107,10 +141,10 @@ def describe_scram(image: MetadataImage, body: Mapping[str, Any]) -> dict[str, A
     for name in dict.fromkeys(names):
         if names.count(name) > 1:
             text = f"Cannot describe SCRAM credentials for the same user twice in a single request: {name}"
-            results.append({**_error(name, Errors.DUPLICATE_RESOURCE, text), "credentialInfos": []})
+            results.append(_described(name, Errors.DUPLICATE_RESOURCE, text, []))
         elif name not in by_user:
             text = f"Attempt to describe a user credential that does not exist: {name}"
-            results.append({**_error(name, Errors.RESOURCE_NOT_FOUND, text), "credentialInfos": []})
+            results.append(_described(name, Errors.RESOURCE_NOT_FOUND, text, []))
         else:
-            results.append({**_error(name, Errors.NONE, None), "credentialInfos": by_user[name]})
+            results.append(_described(name, Errors.NONE, None, by_user[name]))
     return {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "results": results}

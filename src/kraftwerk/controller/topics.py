@@ -15,7 +15,7 @@ import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kraftwerk.config import (
     BrokerConfigLayers,
@@ -31,6 +31,20 @@ from kraftwerk.controller.responses import topics_error_body
 from kraftwerk.image.model import DIR_MIGRATING, DIR_UNASSIGNED, BrokerRegistration, MetadataImage
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
+from kraftwerk.protocol.messages import as_body
+from kraftwerk.protocol.messages.topics import (
+    CreatePartitionsRequest,
+    CreatePartitionsRequestCreatePartitionsTopic,
+    CreatePartitionsResponse,
+    CreatePartitionsResponseCreatePartitionsTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsRequestCreatableTopic,
+    CreateTopicsResponse,
+    CreateTopicsResponseCreatableTopicResult,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DeleteTopicsResponseDeletableTopicResult,
+)
 from kraftwerk.protocol.registry import lookup_record
 from kraftwerk.protocol.routing import Request
 
@@ -147,7 +161,8 @@ class TopicControl:
 
     # ---------------------------------------------------------------- CreateTopics
 
-    def create_topics(self, body: Mapping[str, Any]) -> tuple[list[MetadataRecord], Body]:
+    def create_topics(self, request_body: Mapping[str, Any]) -> tuple[list[MetadataRecord], Body]:
+        body = cast(CreateTopicsRequest, request_body)
         topics = list(body.get("topics") or ())
         validate_only = bool(body.get("validateOnly", False))
         errors: dict[str, ApiError] = {}
@@ -159,7 +174,7 @@ class TopicControl:
         for existing in self.image.topics.by_name:
             collisions.setdefault(_unify_collision_chars(existing), existing)
         records: list[MetadataRecord] = []
-        results: list[Body] = []
+        results: list[CreateTopicsResponseCreatableTopicResult] = []
         for topic in topics:
             name = topic["name"]
             if name not in errors:
@@ -193,11 +208,12 @@ class TopicControl:
             for r in results
         )
         log.info("%sCreateTopics result(s): %s", "Validate-only " if validate_only else "", summary)
-        return ([] if validate_only else records), {"throttleTimeMs": 0, "topics": results}
+        response: CreateTopicsResponse = {"throttleTimeMs": 0, "topics": results}
+        return ([] if validate_only else records), as_body(response)
 
     def _create_one(
-        self, topic: Mapping[str, Any], collisions: Mapping[str, str]
-    ) -> tuple[Body, list[MetadataRecord]]:
+        self, topic: CreateTopicsRequestCreatableTopic, collisions: Mapping[str, str]
+    ) -> tuple[CreateTopicsResponseCreatableTopicResult, list[MetadataRecord]]:
         name = topic["name"]
         invalid = topic_name_error(name)
         if invalid is not None:
@@ -227,7 +243,7 @@ class TopicControl:
         ]
         records += [self.partition_record(topic_id, pid, replicas) for pid, replicas in enumerate(assignment)]
         entries = describe_topic({k: v for k, v in configs.items() if v is not None}, self.layers)
-        result = {
+        result: CreateTopicsResponseCreatableTopicResult = {
             "name": name,
             "topicId": topic_id,
             "errorCode": 0,
@@ -248,7 +264,7 @@ class TopicControl:
         }
         return result, records
 
-    def _assignment(self, topic: Mapping[str, Any]) -> list[list[int]]:
+    def _assignment(self, topic: CreateTopicsRequestCreatableTopic) -> list[list[int]]:
         manual = list(topic.get("assignments") or ())
         partitions, rf = topic["numPartitions"], topic["replicationFactor"]
         if manual:
@@ -377,13 +393,17 @@ class TopicControl:
 
     # ---------------------------------------------------------------- DeleteTopics
 
-    def delete_topics(self, version: int, body: Mapping[str, Any]) -> tuple[list[MetadataRecord], Body]:
+    def delete_topics(
+        self, version: int, request_body: Mapping[str, Any]
+    ) -> tuple[list[MetadataRecord], Body]:
+        body = cast(DeleteTopicsRequest, request_body)
+        wanted: list[tuple[str | None, uuid.UUID | None]]
         if version >= 6:
             wanted = [(t.get("name"), t.get("topicId")) for t in body.get("topics") or ()]
         else:
             wanted = [(n, None) for n in body.get("topicNames") or ()]
         records: list[MetadataRecord] = []
-        results: list[Body] = []
+        results: list[DeleteTopicsResponseDeletableTopicResult] = []
         deleted: set[uuid.UUID] = set()
         for name, topic_id in wanted:
             topic = None
@@ -416,13 +436,15 @@ class TopicControl:
                     else error.describe(),
                 }
             )
-        return records, {"throttleTimeMs": 0, "responses": results}
+        response: DeleteTopicsResponse = {"throttleTimeMs": 0, "responses": results}
+        return records, as_body(response)
 
     # ---------------------------------------------------------------- CreatePartitions
 
-    def create_partitions(self, body: Mapping[str, Any]) -> tuple[list[MetadataRecord], Body]:
+    def create_partitions(self, request_body: Mapping[str, Any]) -> tuple[list[MetadataRecord], Body]:
+        body = cast(CreatePartitionsRequest, request_body)
         records: list[MetadataRecord] = []
-        results: list[Body] = []
+        results: list[CreatePartitionsResponseCreatePartitionsTopicResult] = []
         names = [t["name"] for t in body.get("topics") or ()]
         added = 0
         for topic in body.get("topics") or ():
@@ -444,9 +466,12 @@ class TopicControl:
                 )
         if body.get("validateOnly"):
             records = []
-        return records, {"throttleTimeMs": 0, "results": results}
+        response: CreatePartitionsResponse = {"throttleTimeMs": 0, "results": results}
+        return records, as_body(response)
 
-    def _create_partitions(self, topic: Mapping[str, Any], rotation_extra: int) -> list[MetadataRecord]:
+    def _create_partitions(
+        self, topic: CreatePartitionsRequestCreatePartitionsTopic, rotation_extra: int
+    ) -> list[MetadataRecord]:
         name, count = topic["name"], topic["count"]
         current = self.image.topics.by_name.get(name)
         if current is None:

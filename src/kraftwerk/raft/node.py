@@ -17,7 +17,17 @@ from typing import cast
 
 from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
-from kraftwerk.protocol.messages.raft import VoteRequestPartitionData
+from kraftwerk.protocol.messages.data import FetchRequest, FetchRequestFetchPartition
+from kraftwerk.protocol.messages.raft import (
+    AddRaftVoterRequest,
+    BeginQuorumEpochRequestPartitionData,
+    DescribeQuorumResponseReplicaState,
+    EndQuorumEpochRequestPartitionData,
+    FetchSnapshotRequest,
+    FetchSnapshotRequestPartitionSnapshot,
+    RemoveRaftVoterRequest,
+    VoteRequestPartitionData,
+)
 from kraftwerk.raft.delivery import Delivery
 from kraftwerk.raft.log import QuorumStateStore, RaftLog, SnapshotId
 from kraftwerk.raft.reconfig import cluster_error, voter_change_response
@@ -266,7 +276,7 @@ class RaftNode:
         """AddRaftVoter / RemoveRaftVoter: the leader's business; anyone else refuses."""
         leader = self._leader()
         if leader is None:
-            refusal = cluster_error(body, self.config.cluster_id)
+            refusal = cluster_error(cast(RemoveRaftVoterRequest, body), self.config.cluster_id)
             self.q.respond(
                 source,
                 api_key,
@@ -275,9 +285,10 @@ class RaftNode:
                 refusal or voter_change_response(Errors.NOT_LEADER_OR_FOLLOWER),
             )
         elif api_key == ApiKey.ADD_RAFT_VOTER:
-            leader.changes.add_voter(source, version, body, correlation_id, now_ms)
+            leader.changes.add_voter(source, version, cast(AddRaftVoterRequest, body), correlation_id, now_ms)
         else:
-            leader.changes.remove_voter(source, version, body, correlation_id, now_ms)
+            removal = cast(RemoveRaftVoterRequest, body)
+            leader.changes.remove_voter(source, version, removal, correlation_id, now_ms)
 
     def handle_response(
         self, source_id: int, api_key: int, version: int, body: Body, correlation_id: int, now_ms: int
@@ -297,7 +308,7 @@ class RaftNode:
         if leader is None:
             return q.partition_body(NONE, NOT_LEADER, highWatermark=hw, currentVoters=[], observers=[])
 
-        def states(progress: tuple[ReplicaProgress, ...]) -> list[Body]:
+        def states(progress: tuple[ReplicaProgress, ...]) -> list[DescribeQuorumResponseReplicaState]:
             return [
                 {
                     "replicaId": p.replica_id,
@@ -491,9 +502,10 @@ class RaftNode:
         q = self.q
         if not q.cluster_ok(body):
             return q.partition_body(INCONSISTENT_CLUSTER, NONE)
-        part = first_partition(body)
-        if part is None:
+        found = first_partition(body)
+        if found is None:
             return q.partition_body(INVALID_REQUEST, NONE)
+        part = cast(BeginQuorumEpochRequestPartitionData, found)
         leader, epoch = int(part["leaderId"]), int(part["leaderEpoch"])
         if epoch < q.epoch:
             return q.partition_body(NONE, FENCED)
@@ -509,9 +521,10 @@ class RaftNode:
         q = self.q
         if not q.cluster_ok(body):
             return q.partition_body(INCONSISTENT_CLUSTER, NONE)
-        part = first_partition(body)
-        if part is None:
+        found = first_partition(body)
+        if found is None:
             return q.partition_body(INVALID_REQUEST, NONE)
+        part = cast(EndQuorumEpochRequestPartitionData, found)
         leader, epoch = int(part["leaderId"]), int(part["leaderEpoch"])
         if epoch < q.epoch:
             return q.partition_body(NONE, FENCED)
@@ -530,10 +543,11 @@ class RaftNode:
                 source, ApiKey.FETCH, version, corr, {"errorCode": INCONSISTENT_CLUSTER, "responses": []}
             )
             return
-        part = first_partition(body)
-        if part is None:
+        found = first_partition(body)
+        if found is None:
             q.respond(source, ApiKey.FETCH, version, corr, {"errorCode": INVALID_REQUEST, "responses": []})
             return
+        part = cast(FetchRequestFetchPartition, found)
         req_epoch = int(part.get("currentLeaderEpoch", -1))
         leader = self._leader()
         if req_epoch > q.epoch:
@@ -543,13 +557,14 @@ class RaftNode:
         elif leader is None:
             q.respond(source, ApiKey.FETCH, version, corr, q.fetch_error_body(NOT_LEADER))
         else:
-            leader.on_fetch(source, version, body, part, corr, now_ms)
+            leader.on_fetch(source, version, cast(FetchRequest, body), part, corr, now_ms)
 
     def _on_fetch_snapshot_request(self, version: int, body: Body, now_ms: int) -> Body:
         q = self.q
-        part = first_partition(body)
-        if part is None:
+        found = first_partition(body)
+        if found is None:
             return q.fetch_snapshot_body(INVALID_REQUEST)
+        part = cast(FetchSnapshotRequestPartitionSnapshot, found)
         req_epoch = int(part["currentLeaderEpoch"])
         leader = self._leader()
         if req_epoch < q.epoch:
@@ -558,7 +573,7 @@ class RaftNode:
             return q.fetch_snapshot_body(UNKNOWN_EPOCH)
         if leader is None:
             return q.fetch_snapshot_body(NOT_LEADER)
-        return leader.on_fetch_snapshot(body, part)
+        return leader.on_fetch_snapshot(cast(FetchSnapshotRequest, body), part)
 
 
 def _describe_quorum(node: RaftNode, version: int, body: Body, now_ms: int) -> Body:

@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING
 
 from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.error_codes import Errors
+from kraftwerk.protocol.messages import as_body
+from kraftwerk.protocol.messages.api_versions import ApiVersionsResponse
+from kraftwerk.protocol.messages.raft import AddRaftVoterRequest, AddRaftVoterResponse, RemoveRaftVoterRequest
 from kraftwerk.raft.types import (
     Body,
     VoterEndpoint,
@@ -38,10 +41,11 @@ def _code(error: Errors) -> int:
 
 def voter_change_response(error: Errors, message: str | None = None) -> Body:
     """An AddRaftVoter / RemoveRaftVoter response body (both share this shape)."""
-    return {"throttleTimeMs": 0, "errorCode": _code(error), "errorMessage": message}
+    response: AddRaftVoterResponse = {"throttleTimeMs": 0, "errorCode": _code(error), "errorMessage": message}
+    return as_body(response)
 
 
-def cluster_error(body: Body, cluster_id: str | None) -> Body | None:
+def cluster_error(body: AddRaftVoterRequest | RemoveRaftVoterRequest, cluster_id: str | None) -> Body | None:
     """The answer to a voter change that names another cluster (checked before anything else)."""
     cluster = body.get("clusterId")
     if cluster is not None and cluster_id is not None and cluster != cluster_id:
@@ -77,7 +81,9 @@ class VoterChanges:
         self.pending: _Pending | None = None
 
     # ------------------------------------------------------------------ requests
-    def add_voter(self, source: int, version: int, body: Body, correlation_id: int, now_ms: int) -> None:
+    def add_voter(
+        self, source: int, version: int, body: AddRaftVoterRequest, correlation_id: int, now_ms: int
+    ) -> None:
         node = self.q
         error = self._common_checks(body, now_ms, "adding")
         if error is not None:
@@ -116,7 +122,9 @@ class VoterChanges:
         node.send(voter_id, ApiKey.API_VERSIONS, {"clientSoftwareName": "kraftwerk-raft",
                                                 "clientSoftwareVersion": "0"}, now_ms)
 
-    def remove_voter(self, source: int, version: int, body: Body, correlation_id: int, now_ms: int) -> None:
+    def remove_voter(
+        self, source: int, version: int, body: RemoveRaftVoterRequest, correlation_id: int, now_ms: int
+    ) -> None:
         node = self.q
         error = self._common_checks(body, now_ms, "removing")
         if error is not None:
@@ -142,7 +150,9 @@ class VoterChanges:
                                 now_ms + node.config.request_timeout_ms, removed)
         self.pending.offset = self.leader.append_voters(remaining, now_ms)
 
-    def _common_checks(self, body: Body, now_ms: int, verb: str) -> Body | None:
+    def _common_checks(
+        self, body: AddRaftVoterRequest | RemoveRaftVoterRequest, now_ms: int, verb: str
+    ) -> Body | None:
         """What Kafka checks before either change: cluster id, leadership, one change at a time,
         a high watermark, kraft.version >= 1, the last VotersRecord committed."""
         node = self.q
@@ -174,7 +184,7 @@ class VoterChanges:
         return None
 
     # ------------------------------------------------------------------ progress
-    def api_versions_response(self, source: int, body: Body, now_ms: int) -> None:
+    def api_versions_response(self, source: int, body: ApiVersionsResponse, now_ms: int) -> None:
         """The new voter's ApiVersions: check its kraft.version range and that it caught up, then
         append the VotersRecord that adds it."""
         node, pending = self.q, self.pending

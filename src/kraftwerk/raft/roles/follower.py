@@ -5,9 +5,14 @@ where it diverges, download its snapshot when the log behind it is gone, and sta
 from __future__ import annotations
 
 import logging
+from typing import cast
 
 from kraftwerk.backoff import ExponentialBackoff
 from kraftwerk.protocol.api_keys import ApiKey
+from kraftwerk.protocol.messages.raft import (
+    EndQuorumEpochRequestPartitionData,
+    FetchSnapshotResponsePartitionSnapshot,
+)
 from kraftwerk.raft.delivery import Delivery
 from kraftwerk.raft.log import SnapshotId, scan_batch_infos
 from kraftwerk.raft.roles.base import RoleState, Transitions
@@ -95,7 +100,7 @@ class Follower(RoleState):
             q.send_fetch(self.leader_id, now_ms)
         self.send_at = None
 
-    def end_quorum(self, part: Body, now_ms: int) -> None:
+    def end_quorum(self, part: EndQuorumEpochRequestPartitionData, now_ms: int) -> None:
         """The leader resigned (EndQuorumEpoch): Kafka's endQuorumEpochElectionBackoff, so that
         the preferred successors time out first."""
         cfg = self.q.config
@@ -190,10 +195,11 @@ class Follower(RoleState):
     def _on_fetch_snapshot(self, body: Body, now_ms: int) -> None:
         q = self.q
         retry = now_ms + q.config.retry_backoff_ms
-        part = first_partition(body)
-        if part is None or body.get("errorCode", NONE) != NONE:
+        found = first_partition(body)
+        if found is None or body.get("errorCode", NONE) != NONE:
             self.send_at = retry
             return
+        part = cast(FetchSnapshotResponsePartitionSnapshot, found)
         leader = part.get("currentLeader") or {}
         if self.moves.observe_epoch(
             int(leader.get("leaderId", -1)), int(leader.get("leaderEpoch", -1)), now_ms

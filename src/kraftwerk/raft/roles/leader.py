@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.api_keys import ApiKey
@@ -21,6 +22,18 @@ from kraftwerk.protocol.control_records import (
     LEADER_CHANGE_MESSAGE,
     VOTERS_RECORD,
     ControlRecordType,
+)
+from kraftwerk.protocol.messages import as_body
+from kraftwerk.protocol.messages.api_versions import ApiVersionsResponse
+from kraftwerk.protocol.messages.data import (
+    FetchRequest,
+    FetchRequestFetchPartition,
+    FetchResponsePartitionData,
+)
+from kraftwerk.protocol.messages.raft import (
+    BeginQuorumEpochResponsePartitionData,
+    FetchSnapshotRequest,
+    FetchSnapshotRequestPartitionSnapshot,
 )
 from kraftwerk.raft.log import OffsetAndEpoch, SnapshotId
 from kraftwerk.raft.reconfig import VoterChanges
@@ -255,7 +268,10 @@ class Leader(RoleState):
             self.changes.high_watermark_updated()
 
     # ------------------------------------------------------------------ Fetch
-    def on_fetch(self, source: int, version: int, body: Body, part: Body, corr: int, now_ms: int) -> None:
+    def on_fetch(
+        self, source: int, version: int, body: FetchRequest, part: FetchRequestFetchPartition, corr: int,
+        now_ms: int,
+    ) -> None:
         """A Fetch whose epoch is this leader's (the node checked cluster, shape and epoch)."""
         q = self.q
         replica = int(body["replicaState"]["replicaId"])  # Fetch v17 (the only version raft takes)
@@ -327,7 +343,7 @@ class Leader(RoleState):
     ) -> Body:
         """A Fetch answer: records, or where to go instead (a snapshot, a diverging epoch)."""
         q = self.q
-        part: Body = {
+        part: FetchResponsePartitionData = {
             "partitionIndex": METADATA_PARTITION,
             "errorCode": NONE,
             "highWatermark": -1 if q.hw is None else q.hw,
@@ -345,21 +361,25 @@ class Leader(RoleState):
             "nodeEndpoints": q.leader_endpoints(),
         }
 
-    def on_fetch_snapshot(self, body: Body, part: Body) -> Body:
+    def on_fetch_snapshot(
+        self, body: FetchSnapshotRequest, part: FetchSnapshotRequestPartitionSnapshot
+    ) -> Body:
         """A FetchSnapshot chunk (the node checked shape and epoch)."""
         q = self.q
-        sid = SnapshotId(int(part["snapshotId"]["endOffset"]), int(part["snapshotId"]["epoch"]))
+        wanted = part["snapshotId"]
+        sid = SnapshotId(int(wanted["endOffset"]), int(wanted["epoch"]))
+        snapshot_id = as_body(wanted)
         size = q.log.snapshot_size(sid)
         if size is None:
-            return q.fetch_snapshot_body(SNAPSHOT_NOT_FOUND, part["snapshotId"])
+            return q.fetch_snapshot_body(SNAPSHOT_NOT_FOUND, snapshot_id)
         position = int(part["position"])
         if position < 0 or position >= size:
-            return q.fetch_snapshot_body(POSITION_OUT_OF_RANGE, part["snapshotId"], size, position)
+            return q.fetch_snapshot_body(POSITION_OUT_OF_RANGE, snapshot_id, size, position)
         limit = min(
             int(body.get("maxBytes", q.config.fetch_snapshot_max_bytes)), q.config.fetch_snapshot_max_bytes
         )
         return q.fetch_snapshot_body(
-            NONE, part["snapshotId"], size, position, q.log.read_snapshot(sid, position, limit)
+            NONE, snapshot_id, size, position, q.log.read_snapshot(sid, position, limit)
         )
 
     # ------------------------------------------------------------------ timers
@@ -453,11 +473,12 @@ class Leader(RoleState):
     # ------------------------------------------------------------------ answers to its requests
     def on_response(self, source: int, api_key: int, body: Body, flight: InFlight, now_ms: int) -> None:
         if api_key == ApiKey.API_VERSIONS:
-            self.changes.api_versions_response(source, body, now_ms)
+            self.changes.api_versions_response(source, cast(ApiVersionsResponse, body), now_ms)
             return
-        part = first_partition(body)  # BeginQuorumEpoch
-        if part is None or body.get("errorCode", NONE) != NONE:
+        found = first_partition(body)  # BeginQuorumEpoch
+        if found is None or body.get("errorCode", NONE) != NONE:
             return
+        part = cast(BeginQuorumEpochResponsePartitionData, found)
         if self.moves.observe_epoch(int(part["leaderId"]), int(part["leaderEpoch"]), now_ms):
             return
         if part["errorCode"] == NONE:

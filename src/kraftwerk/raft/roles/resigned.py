@@ -4,7 +4,10 @@ stands for election again when its election timeout passes."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from kraftwerk.protocol.api_keys import ApiKey
+from kraftwerk.protocol.messages.raft import EndQuorumEpochResponsePartitionData
 from kraftwerk.raft.roles.base import RoleState, Transitions
 from kraftwerk.raft.state import InFlight, QuorumState, first_partition
 from kraftwerk.raft.types import Body, Role
@@ -44,9 +47,10 @@ class Resigned(RoleState):
             q.send(voter, ApiKey.END_QUORUM_EPOCH, body, now_ms)
 
     def on_response(self, source: int, api_key: int, body: Body, flight: InFlight, now_ms: int) -> None:
-        part = first_partition(body)
-        if part is None:
+        found = first_partition(body)
+        if found is None:
             return
+        part = cast(EndQuorumEpochResponsePartitionData, found)
         if self.moves.observe_epoch(int(part["leaderId"]), int(part["leaderEpoch"]), now_ms):
             return
         self.end_pending.pop(source, None)

@@ -3,22 +3,28 @@ grants restarts it); an observer looks for the leader by fetching from a random 
 
 from __future__ import annotations
 
+from typing import cast
+
 from kraftwerk.protocol.api_keys import ApiKey
+from kraftwerk.protocol.messages.data import FetchResponse, FetchResponsePartitionData
 from kraftwerk.raft.roles.base import RoleState, Transitions
 from kraftwerk.raft.state import InFlight, QuorumState
 from kraftwerk.raft.types import Body, Role
 
 
-def fetched_partition(body: Body) -> Body | None:
+def fetched_partition(body: Body) -> FetchResponsePartitionData | None:
     """The partition of a Fetch answer, None when the answer failed as a whole."""
-    responses = body.get("responses") or []
+    fetched = cast(FetchResponse, body)
+    responses = fetched.get("responses") or []
     part = responses[0]["partitions"][0] if responses and responses[0].get("partitions") else None
-    return None if body.get("errorCode", 0) != 0 else part
+    return None if fetched.get("errorCode", 0) != 0 else part
 
 
-def learn_leader(q: QuorumState, moves: Transitions, body: Body, part: Body, now_ms: int) -> bool:
+def learn_leader(
+    q: QuorumState, moves: Transitions, body: Body, part: FetchResponsePartitionData, now_ms: int
+) -> bool:
     """Take in the endpoints and the leader a Fetch answer names; True if the node changed role."""
-    for endpoint in body.get("nodeEndpoints") or ():
+    for endpoint in cast(FetchResponse, body).get("nodeEndpoints") or ():
         q.addresses[int(endpoint["nodeId"])] = (str(endpoint["host"]), int(endpoint["port"]))
     leader = part.get("currentLeader") or {}
     return moves.observe_epoch(int(leader.get("leaderId", -1)), int(leader.get("leaderEpoch", -1)), now_ms)
