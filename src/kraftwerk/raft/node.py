@@ -498,17 +498,27 @@ class RaftNode:
         return q.partition_body(NONE, NONE, voteGranted=granted)
 
     # ================================================================== Begin/EndQuorumEpoch
-    def _on_begin_quorum_request(self, version: int, body: Body, now_ms: int) -> Body:
+    def _epoch_claim(self, body: Body) -> Body | tuple[int, int]:
+        """The (leader, epoch) a Begin/EndQuorumEpoch request claims, or the answer refusing it
+        (another cluster, no partition, an older epoch)."""
         q = self.q
         if not q.cluster_ok(body):
             return q.partition_body(INCONSISTENT_CLUSTER, NONE)
         found = first_partition(body)
         if found is None:
             return q.partition_body(INVALID_REQUEST, NONE)
-        part = cast(BeginQuorumEpochRequestPartitionData, found)
+        part = cast(BeginQuorumEpochRequestPartitionData | EndQuorumEpochRequestPartitionData, found)
         leader, epoch = int(part["leaderId"]), int(part["leaderEpoch"])
         if epoch < q.epoch:
             return q.partition_body(NONE, FENCED)
+        return leader, epoch
+
+    def _on_begin_quorum_request(self, version: int, body: Body, now_ms: int) -> Body:
+        q = self.q
+        claim = self._epoch_claim(body)
+        if not isinstance(claim, tuple):
+            return claim
+        leader, epoch = claim
         if leader == q.node_id:
             return q.partition_body(INVALID_REQUEST, NONE)
         if epoch == q.epoch and self.role is Role.LEADER:
@@ -519,20 +529,15 @@ class RaftNode:
 
     def _on_end_quorum_request(self, version: int, body: Body, now_ms: int) -> Body:
         q = self.q
-        if not q.cluster_ok(body):
-            return q.partition_body(INCONSISTENT_CLUSTER, NONE)
-        found = first_partition(body)
-        if found is None:
-            return q.partition_body(INVALID_REQUEST, NONE)
-        part = cast(EndQuorumEpochRequestPartitionData, found)
-        leader, epoch = int(part["leaderId"]), int(part["leaderEpoch"])
-        if epoch < q.epoch:
-            return q.partition_body(NONE, FENCED)
+        claim = self._epoch_claim(body)
+        if not isinstance(claim, tuple):
+            return claim
+        leader, epoch = claim
         role = self._role
         if epoch > q.epoch:
             self.become_unattached(epoch, now_ms)
         elif isinstance(role, Follower) and q.leader_id == leader and q.is_voter:
-            role.end_quorum(part, now_ms)
+            role.end_quorum(cast(EndQuorumEpochRequestPartitionData, first_partition(body)), now_ms)
         return q.partition_body(NONE, NONE)
 
     # ================================================================== Fetch, FetchSnapshot
