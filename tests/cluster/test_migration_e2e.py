@@ -88,11 +88,11 @@ def produce(bootstrap: str, topic: str, values: list[bytes]) -> dict[tuple[int, 
 
 
 def test_rollback_from_dual_write_keeps_what_kraft_changed_in_zookeeper(cluster: LocalCluster) -> None:
-    code, _, err = cli("cluster", "migrate", "--dir", str(cluster.root), "--until", "controllers",
+    code, _, err = cli("cluster", "migrate", "--dir", str(cluster.root), "--to-phase", "controllers",
                        "--timeout", "0.001")  # the controllers cannot be ready that fast
     assert code == 1 and err.startswith("Migration phase controllers failed: Timed out after 0.001s")
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
-    code, _, err = cli("cluster", "migrate", "--dir", str(cluster.root), "--until", "controllers")
+    code, _, err = cli("cluster", "migrate", "--dir", str(cluster.root), "--to-phase", "controllers")
     assert code == 0, err  # resumed: the same controllers, now waited for
 
     def unready() -> str:
@@ -101,7 +101,7 @@ def test_rollback_from_dual_write_keeps_what_kraft_changed_in_zookeeper(cluster:
 
     flagless = "has not enabled zookeeper.metadata.migration.enable"
     assert wait_for("the brokers named", unready) == "; ".join(f"{b}: {flagless}" for b in (1, 2, 3))
-    code, out, err = cli("cluster", "migrate", "--dir", str(cluster.root), "--until", "dual-write",
+    code, out, err = cli("cluster", "migrate", "--dir", str(cluster.root), "--to-phase", "dual-write",
                          "--output", "json")
     assert code == 0, err
     report = json.loads(out)
@@ -121,7 +121,7 @@ def test_rollback_from_dual_write_keeps_what_kraft_changed_in_zookeeper(cluster:
         return parse_entity_config(f"/config/topics/{TOPIC}", data).get("segment.ms") == "3600000"
 
     wait_for("the dual writes", in_zookeeper)
-    code, out, err = cli("cluster", "migrate", "--dir", str(cluster.root), "--rollback", "--output", "json")
+    code, out, err = cli("cluster", "rollback-migration", "--dir", str(cluster.root), "--output", "json")
     assert code == 0, err
     assert json.loads(out)["rolledBack"]
     back = LocalCluster.load(cluster.root)

@@ -73,7 +73,7 @@ def broker_migration_configs(cluster: LocalCluster) -> dict[str, str]:
 # ---------------------------------------------------------------------------- the whole procedure
 
 PHASES = ("controllers", "brokers-migrating", "dual-write", "brokers-kraft", "finalize")
-"""``cluster migrate``'s phases in order (``--until`` names one)."""
+"""``cluster migrate``'s phases in order (``--to-phase`` names one)."""
 PHASE_TEXT = {
     "controllers": "KRaft controllers in migration mode started",
     "brokers-migrating": "ZooKeeper brokers rolled with the migration flag and the controller quorum",
