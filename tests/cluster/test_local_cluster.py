@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -80,10 +81,16 @@ def test_describe_cluster_with_the_wrong_endpoint_type_is_refused(cluster: tuple
     asked = {"includeClusterAuthorizedOperations": False, "endpointType": 1}
     with AdminClient(controller, controllers=True) as admin:
         refused = admin.call(60, asked)
-        listed = admin.call(60, {**asked, "endpointType": 2})
+        deadline = time.monotonic() + 30  # a standby registers itself a moment after it is ready
+        while True:
+            listed = admin.call(60, {**asked, "endpointType": 2})
+            ids = sorted(n["brokerId"] for n in listed["brokers"])
+            if ids == [1, 2, 3] or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
     assert (refused["errorCode"], refused["errorMessage"]) == (114, (
         "The request was sent to an endpoint of type CONTROLLER, but we wanted an endpoint of type BROKER"))
-    assert listed["errorCode"] == 0 and sorted(n["brokerId"] for n in listed["brokers"]) == [1, 2, 3]
+    assert listed["errorCode"] == 0 and ids == [1, 2, 3]
     with AdminClient(bootstrap) as admin:
         refused = admin.call(60, {**asked, "endpointType": 2})
     assert (refused["errorCode"], refused["errorMessage"]) == (114, (
