@@ -132,10 +132,12 @@ cdef class _Uuids:
         if old != NULL and memcmp(self.keys[slot], p, 16) == 0:
             return <object>old
         v = self.uuid_of(PyBytes_FromStringAndSize(<const char *>p, 16))
+        # read the slot again: another thread may have filled it while ``uuid_of`` ran
+        old = self.values[slot]
         Py_INCREF(v)
         self.values[slot] = <PyObject *>v
         memcpy(self.keys[slot], p, 16)
-        Py_XDECREF(old)
+        Py_XDECREF(old)  # last: the slot is consistent before anything a release runs
         return v
 
 
