@@ -1,16 +1,20 @@
 """The follower's edge rules: which fetch answers start a snapshot download or a truncation, how far
-a truncation goes, gaps in fetched records, FetchSnapshot chunks that do not fit, and an
-EndQuorumEpoch v0 successor's place in line. (The common paths are in ``test_replication.py``.)"""
+a truncation goes, gaps in fetched records, FetchSnapshot chunks that do not fit, a corrupt control
+batch, and an EndQuorumEpoch v0 successor's place in line (the common paths: test_replication.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import crc32c
 import pytest
 
 from kraftwerk.backoff import ExponentialBackoff
 from kraftwerk.protocol.api_keys import ApiKey
-from kraftwerk.raft import ElectionState, RaftNode, Role, SendRequest
+from kraftwerk.protocol.control_records import ControlRecordType
+from kraftwerk.raft import ElectionState, RaftNode, RaftStateError, Role, SendRequest
+from kraftwerk.records import RecordsBuilder
+from kraftwerk.records.types import RECORD_BATCH_OVERHEAD
 from tests.raft.test_replication import batch, fresh_follower, make, next_fetch, reply
 
 Body = dict[str, Any]
@@ -124,3 +128,16 @@ def test_a_chunk_past_the_snapshots_size_restarts_the_download() -> None:
     again = next_fetch(follower.poll(2 + follower.config.retry_backoff_ms))
     assert again.api_key == ApiKey.FETCH and follower.log.end_offset == 0  # asks which snapshot now
 
+
+
+def test_a_corrupt_control_batch_stops_the_follower_naming_it() -> None:
+    """A control batch whose CRC holds but whose records do not parse: the follower cannot know its
+    voters any more, and says which node failed."""
+    b = RecordsBuilder(base_offset=0, partition_leader_epoch=3, is_control=True)
+    b.append_control_record(0, ControlRecordType.KRAFT_VERSION, b"\x00\x00\x00\x01")
+    raw = bytearray(b.build())
+    raw[RECORD_BATCH_OVERHEAD] = 0x7F  # the first record's length: far past the batch's end
+    raw[17:21] = crc32c.crc32c(bytes(raw[21:])).to_bytes(4, "big")
+    follower, fetch = fresh_follower()
+    with pytest.raises(RaftStateError, match=r"^node 2: corrupt control batch: "):
+        reply(follower, fetch, 1, records=bytes(raw))
