@@ -31,7 +31,7 @@ from kraftwerk.migration.znodes import (
     parse_partition_state,
     parse_topic,
 )
-from kraftwerk.runtime.local_cluster import LocalCluster, pid_alive
+from kraftwerk.runtime.local_cluster import LocalCluster, free_ports, pid_alive
 from kraftwerk.runtime.zookeeper import zookeeper_installed
 from tests.cluster.helpers import cli, cluster_up
 
@@ -254,8 +254,17 @@ def test_a_killed_broker_loses_its_partitions_while_clients_keep_producing(clust
 
 
 def test_roll_with_the_migration_flag_and_status(cluster: LocalCluster) -> None:
-    code, out, err = cli("cluster", "roll", "--dir", str(cluster.root), "--node", "2", "--output", "json",
-                         "--config", "zookeeper.metadata.migration.enable=true")
+    roll = ("cluster", "roll", "--dir", str(cluster.root), "--node", "2", "--output", "json",
+            "--config", "zookeeper.metadata.migration.enable=true")
+    code, _, err = cli(*roll)  # Kafka's broker refuses the flag without a controller quorum
+    assert code == 1 and err.startswith("If using zookeeper.metadata.migration.enable, either "
+                                        "controller.quorum.bootstrap.servers must contain")
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    (nowhere,) = free_ports(1)  # no controller answers there yet: the broker keeps trying
+    quorum = {"controller.quorum.voters": f"3000@127.0.0.1:{nowhere}",
+              "controller.listener.names": "CONTROLLER",
+              "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"}
+    code, out, err = cli(*roll, *[a for k, v in quorum.items() for a in ("--config", f"{k}={v}")])
     assert code == 0, err
     assert json.loads(out)["restarted"][0]["softwareVersion"] == "3.9"
     with connect(_zk(cluster)) as zk:
