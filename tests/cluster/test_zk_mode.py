@@ -253,6 +253,21 @@ def test_a_killed_broker_loses_its_partitions_while_clients_keep_producing(clust
         time.sleep(0.5)
 
 
+def test_a_broker_that_had_to_be_killed_restarts_once_zookeeper_expired_its_session(
+        cluster: LocalCluster) -> None:
+    """A stop that must SIGKILL a ZooKeeper broker (a stopped process ignores SIGTERM) returns only once
+    ZooKeeper has expired the dead broker's session: a restart before that finds /brokers/ids/3 taken."""
+    current = LocalCluster.load(cluster.root)
+    node = current.node(3)
+    assert node.pid is not None
+    os.kill(node.pid, signal.SIGSTOP)
+    assert current.stop([node], grace_s=1) == [3]
+    with connect(_zk(cluster)) as zk:
+        assert zk.exists("/brokers/ids/3") is None
+    current.start(node)
+    assert current.wait_ready([node], 60) == {}
+
+
 def test_roll_with_the_migration_flag_and_status(cluster: LocalCluster) -> None:
     roll = ("cluster", "roll", "--dir", str(cluster.root), "--node", "2", "--output", "json",
             "--config", "zookeeper.metadata.migration.enable=true")

@@ -68,6 +68,9 @@ FORWARDED_KEYS = frozenset({ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.C
                             ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS})
 """What a broker in migration forwards to the KRaft controller (the rest it answers itself)."""
 ADMIN_WAIT_S = 30.0
+STOP_STEP_TIMEOUT_S = 3.0
+"""How long one shutdown step may take: the steps before the ZooKeeper session's close stay well
+inside the 10 s a roll waits before it kills the broker."""
 """How long CreateTopics / DeleteTopics wait for the controller's decision to reach this broker."""
 
 
@@ -226,6 +229,9 @@ class ZkNode:
         return int(stat.czxid)
 
     async def stop(self) -> None:
+        """Kafka's order (controlled shutdown, listeners, replicas, controller, ZooKeeper last), each
+        step bounded: whatever hangs, the ZooKeeper session is closed, so ``/brokers/ids/<id>`` (and
+        ``/controller``) vanish at once instead of when ZooKeeper expires the session."""
         log.info("[KafkaServer id=%d] shutting down", self.node_id)
         self.stopped.set()
         for task in list(self._tasks):
@@ -235,15 +241,30 @@ class ZkNode:
         for server in self.servers:
             await server.close()
         if self.data_plane is not None:
-            await self.data_plane.close()
-        for peer in self._peers.values():
-            await peer.close()
+            await self._bounded("closing the replicas and logs", self.data_plane.close())
+        await self._bounded("closing the connections to brokers", self._close_peers())
         if self._client is not None:
             await asyncio.to_thread(self._close_client)
         self._ready_path().unlink(missing_ok=True)
         for lock in self._locks:
             lock.release()
         log.info("[KafkaServer id=%d] shut down completed", self.node_id)
+
+    async def _close_peers(self) -> None:
+        for peer in self._peers.values():
+            await peer.close()
+
+    async def _bounded(self, step: str, work: Awaitable[None]) -> None:
+        """One shutdown step, abandoned after :data:`STOP_STEP_TIMEOUT_S` (``asyncio.wait`` does not
+        wait for the abandoned work to finish cancelling, as ``wait_for`` would)."""
+        task = asyncio.ensure_future(work)
+        done, _ = await asyncio.wait({task}, timeout=STOP_STEP_TIMEOUT_S)
+        if not done:
+            task.cancel()
+            log.warning("[KafkaServer id=%d] %s did not finish within %gs; shutting down anyway",
+                        self.node_id, step, STOP_STEP_TIMEOUT_S)
+        elif not task.cancelled() and task.exception() is not None:
+            log.warning("[KafkaServer id=%d] %s failed: %s", self.node_id, step, task.exception())
 
     def _close_client(self) -> None:
         with contextlib.suppress(Exception):
