@@ -219,14 +219,20 @@ class ZkNode:
                                  version=encode.broker_registration_version(True, migration is not None),
                                  migration=migration)
         path = f"/brokers/ids/{self.node_id}"
-        try:
-            _, stat = self._client.create(path, encode.encode_broker(info), ephemeral=True, include_data=True)
-        except Exception as exc:
-            if self.zk is not None and isinstance(exc, self.zk.node_exists):
-                raise NodeError(f"Error while creating ephemeral at {path}, node already exists: another "
-                                f"broker registered id {self.node_id}") from None
-            raise
-        return int(stat.czxid)
+        assert self.zk is not None
+        while True:
+            try:
+                _, stat = self._client.create(path, encode.encode_broker(info), ephemeral=True,
+                                              include_data=True)
+                return int(stat.czxid)
+            except self.zk.node_exists:
+                held = self._client.exists(path)
+                if held is None:
+                    continue  # it went away while we looked (Kafka creates it again)
+                # another broker with this id, or this broker's previous session not yet expired
+                raise NodeError(f"Error while creating ephemeral at {path}, node already exists and owner "
+                                f"'0x{held.ephemeralOwner:x}' does not match current session "
+                                f"'0x{self._client.client_id[0]:x}'") from None
 
     async def stop(self) -> None:
         """Kafka's order (controlled shutdown, listeners, replicas, controller, ZooKeeper last), each
