@@ -90,3 +90,15 @@ def test_a_board_on_a_terminal_marks_the_failed_phase(phases: list[str], tmp_pat
         assert phase in shown
     assert "failed after" in shown
     assert "Migration phase brokers-kraft failed: broker 1 came back fenced" in shown
+
+
+def test_on_a_terminal_the_board_stays_and_replaces_the_plain_lines(phases: list[str], tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    screen, out = Terminal(), Terminal()
+    monkeypatch.setattr("sys.stderr", screen)
+    monkeypatch.setattr("sys.stdout", out)
+    code = cli_main.main(["cluster", "migrate", "--dir", str(tmp_path), "--to-phase", "brokers-migrating"])
+    assert code == 0
+    assert "[controllers]" not in out.getvalue()
+    assert "controllers" in screen.getvalue() and "brokers-migrating" in screen.getvalue()
+    assert "dual-write" not in screen.getvalue()  # past --to-phase: not on the board

@@ -47,8 +47,10 @@ class PhaseBoard:
     """One line per phase with its state: pending, running (a spinner and the time so far), done
     (its time) or failed; rich's ``Live`` redraws it in place."""
 
-    def __init__(self, phases: Sequence[str], texts: Mapping[str, str]) -> None:
+    def __init__(self, phases: Sequence[str], texts: Mapping[str, str], *, stays: bool = True) -> None:
         self.texts = texts
+        self.stays = stays
+        """Whether it stays on screen at the end (then it is the record, not the plain lines)."""
         self.states: dict[str, str] = dict.fromkeys(phases, "pending")
         self.seconds: dict[str, float] = {}
         self._started: dict[str, float] = {}
@@ -98,7 +100,7 @@ def phase_board(phases: Sequence[str], texts: Mapping[str, str], *, transient: b
         console = Console(stderr=True)
     from rich.live import Live
 
-    board = PhaseBoard(phases, texts)
+    board = PhaseBoard(phases, texts, stays=not transient)
     with Live(board, console=console, transient=transient, refresh_per_second=8, redirect_stdout=False,
               redirect_stderr=False):
         yield board
@@ -112,12 +114,8 @@ def _report(args: argparse.Namespace, done: list[dict[str, Any]], phase: str, te
     done.append({"phase": phase, "seconds": seconds})
     if board is not None:
         board.finish(phase, seconds)
-    if args.output != "json" and not _board_stays(args, board):
+    if args.output != "json" and (board is None or not board.stays):
         print(f"[{phase}] {text} ({seconds:.1f}s)", flush=True)
-
-
-def _board_stays(args: argparse.Namespace, board: PhaseBoard | None) -> bool:
-    return board is not None and args.output != "json" and sys.stdout.isatty()
 
 
 def _rollback(args: argparse.Namespace) -> int:
@@ -147,8 +145,8 @@ def _migrate(args: argparse.Namespace) -> int:
         phase = None  # past --to-phase already: nothing to do
     last = PHASES.index(args.to_phase) if args.to_phase is not None else len(PHASES) - 1
     planned = [] if phase is None else PHASES[PHASES.index(phase):last + 1]
-    stays = args.output != "json" and sys.stdout.isatty()
-    with phase_board(planned, PHASE_TEXT, transient=not stays) as board:
+    on_screen = args.output != "json" and sys.stdout.isatty()  # else the board is transient
+    with phase_board(planned, PHASE_TEXT, transient=not on_screen) as board:
         while phase is not None:
             started = time.monotonic()
             if board is not None:

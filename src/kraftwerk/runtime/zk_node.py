@@ -68,10 +68,10 @@ FORWARDED_KEYS = frozenset({ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.C
                             ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS})
 """What a broker in migration forwards to the KRaft controller (the rest it answers itself)."""
 ADMIN_WAIT_S = 30.0
+"""How long CreateTopics / DeleteTopics wait for the controller's decision to reach this broker."""
 STOP_STEP_TIMEOUT_S = 3.0
 """How long one shutdown step may take: the steps before the ZooKeeper session's close stay well
 inside the 10 s a roll waits before it kills the broker."""
-"""How long CreateTopics / DeleteTopics wait for the controller's decision to reach this broker."""
 
 
 class ZkNode:
