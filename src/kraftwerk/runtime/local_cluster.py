@@ -429,34 +429,21 @@ class LocalCluster:
                     time.sleep(0.01)
             node.pid = None
         self.save()
-        self._wait_zk_sessions_expired([n for n in nodes if n.node_id in killed
-                                        and n.roles == ZK_BROKER_ROLE])
+        zk_killed = [n for n in nodes if n.node_id in killed and n.roles == ZK_BROKER_ROLE]
+        if zk_killed and self.zookeeper is not None and self.zookeeper.port:
+            # its session outlives a killed ZooKeeper broker until ZooKeeper expires it, and with it
+            # /brokers/ids/<id>: a restart before then would find its id taken
+            from kraftwerk.runtime.zookeeper import wait_znodes_gone
+
+            session_ms = max(int(self.properties(b).get("zookeeper.session.timeout.ms", "18000"))
+                             for b in zk_killed)
+            timeout_s = 2 * session_ms / 1000 + 5
+            left = wait_znodes_gone(self.zookeeper.connect_string,
+                                    [f"/brokers/ids/{b.node_id}" for b in zk_killed], timeout_s)
+            if left:
+                raise NodeError(f"{', '.join(left)} of killed broker(s) still registered after "
+                                f"{timeout_s:g}s (the ZooKeeper session did not expire)")
         return killed
-
-    def _wait_zk_sessions_expired(self, brokers: Sequence[LocalNode]) -> None:
-        """A killed ZooKeeper broker's session outlives it until ZooKeeper expires it
-        (``zookeeper.session.timeout.ms``), and with it ``/brokers/ids/<id>``: a restart before then
-        is refused (the id is taken). Wait for that, bounded by twice the session timeout."""
-        if not brokers or self.zookeeper is None or not self.zookeeper.port:
-            return
-        from kraftwerk.migration.errors import ZooKeeperError
-        from kraftwerk.migration.reader import connect
-
-        timeout_s = 2 * max(int(self.properties(b).get("zookeeper.session.timeout.ms", "18000"))
-                            for b in brokers) / 1000 + 5
-        deadline = time.monotonic() + timeout_s
-        try:
-            with connect(self.zookeeper.connect_string) as client:
-                for broker in brokers:
-                    path = f"/brokers/ids/{broker.node_id}"
-                    while client.exists(path) is not None:
-                        if time.monotonic() > deadline:
-                            raise NodeError(f"Broker {broker.node_id} was killed and {path} is still "
-                                            f"registered after {timeout_s:g}s (its ZooKeeper session did "
-                                            "not expire)")
-                        time.sleep(0.1)
-        except ZooKeeperError:
-            return  # ZooKeeper is down: it expires the session when it is back, before anyone registers
 
 
 def pid_alive(pid: int) -> bool:
