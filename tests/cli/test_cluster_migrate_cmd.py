@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,9 @@ def test_the_board_has_a_line_per_phase_with_its_state() -> None:
     board.start("brokers-migrating")
     board.finish("brokers-migrating", 7.8)
     board.start("dual-write")
+    board.note("dual-write", "zkMigrationState=PRE_MIGRATION, driverState=WAIT_FOR_BROKERS")
     lines = [" ".join(line.split()) for line in render(board)]
+    assert lines.pop(3) == "zkMigrationState=PRE_MIGRATION, driverState=WAIT_FOR_BROKERS"  # under it
     assert len(lines) == len(PHASES)
     assert lines[0] == f"✓ controllers {PHASE_TEXT['controllers']} 2.7s"
     assert lines[1] == f"✓ brokers-migrating {PHASE_TEXT['brokers-migrating']} 7.8s"
@@ -51,8 +54,10 @@ def phases(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
     """Phases that pass at once, except brokers-kraft, which fails."""
     ran: list[str] = []
 
-    def run_phase(_cluster: object, phase: str, _timeout: float) -> None:
+    def run_phase(_cluster: object, phase: str, _timeout: float,
+                  progress: Callable[[str], None] = lambda _step: None) -> None:
         ran.append(phase)
+        progress(f"working on {phase}")
         if phase == "brokers-kraft":
             raise MigrationPhaseError(phase, "broker 1 came back fenced")
 
@@ -88,7 +93,7 @@ def test_a_board_on_a_terminal_marks_the_failed_phase(phases: list[str], tmp_pat
     shown = terminal.getvalue()
     for phase in PHASES:
         assert phase in shown
-    assert "failed after" in shown
+    assert "failed after" in shown  # the last frame, drawn as the board closes
     assert "Migration phase brokers-kraft failed: broker 1 came back fenced" in shown
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -52,12 +53,17 @@ class PhaseBoard:
         self.stays = stays
         """Whether it stays on screen at the end (then it is the record, not the plain lines)."""
         self.states: dict[str, str] = dict.fromkeys(phases, "pending")
+        self.doing: dict[str, str] = {}
+        """What a running phase is doing now (the broker it rolls, the state it waits on)."""
         self.seconds: dict[str, float] = {}
         self._started: dict[str, float] = {}
 
     def start(self, phase: str) -> None:
         self.states[phase] = "running"
         self._started[phase] = time.monotonic()
+
+    def note(self, phase: str, doing: str) -> None:
+        self.doing[phase] = doing
 
     def finish(self, phase: str, seconds: float) -> None:
         self.states[phase], self.seconds[phase] = "done", seconds
@@ -67,6 +73,7 @@ class PhaseBoard:
         self.seconds[phase] = time.monotonic() - self._started.get(phase, time.monotonic())
 
     def __rich__(self) -> RenderableType:
+        from rich.markup import escape
         from rich.spinner import Spinner
         from rich.table import Table
 
@@ -75,7 +82,9 @@ class PhaseBoard:
             text = self.texts.get(phase, "")
             if state == "running":
                 elapsed = time.monotonic() - self._started[phase]
-                table.add_row(Spinner("dots", style="cyan"), f"[bold]{phase}[/]", text, f"{elapsed:.0f}s")
+                doing = escape(self.doing.get(phase, ""))
+                table.add_row(Spinner("dots", style="cyan"), f"[bold]{phase}[/]",
+                              f"{text}\n[dim]{doing}[/]" if doing else text, f"{elapsed:.0f}s")
             elif state == "pending":
                 table.add_row("[dim]·[/]", f"[dim]{phase}[/]", f"[dim]{text}[/]", "")
             elif state == "done":
@@ -152,7 +161,10 @@ def _migrate(args: argparse.Namespace) -> int:
             if board is not None:
                 board.start(phase)
             try:
-                run_phase(cluster, phase, args.timeout)
+                if board is None:
+                    run_phase(cluster, phase, args.timeout)
+                else:
+                    run_phase(cluster, phase, args.timeout, functools.partial(board.note, phase))
             except BaseException:
                 if board is not None:
                     board.fail(phase)
