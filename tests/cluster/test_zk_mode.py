@@ -271,10 +271,13 @@ def test_a_broker_that_had_to_be_killed_restarts_once_zookeeper_expired_its_sess
 def test_roll_with_the_migration_flag_and_status(cluster: LocalCluster) -> None:
     roll = ("cluster", "roll", "--dir", str(cluster.root), "--node", "2", "--output", "json",
             "--config", "zookeeper.metadata.migration.enable=true")
+    running = LocalCluster.load(cluster.root).node(2).pid
     code, _, err = cli(*roll)  # Kafka's broker refuses the flag without a controller quorum
     assert code == 1 and err.startswith("If using zookeeper.metadata.migration.enable, either "
                                         "controller.quorum.bootstrap.servers must contain")
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert running is not None and pid_alive(running)  # refused before the broker was stopped
+    assert LocalCluster.load(cluster.root).node(2).pid == running
     (nowhere,) = free_ports(1)  # no controller answers there yet: the broker keeps trying
     quorum = {"controller.quorum.voters": f"3000@127.0.0.1:{nowhere}",
               "controller.listener.names": "CONTROLLER",
