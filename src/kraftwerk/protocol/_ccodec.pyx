@@ -427,6 +427,19 @@ cdef enum:
     ONE_BYTE = 0x80  # api keys and versions below this take one varint byte each
 
 
+cdef extern from *:
+    """
+    /* an instance of a slots class with every slot empty, as object.__new__ makes */
+    static PyObject *kw_alloc(PyTypeObject *t) { return t->tp_alloc(t, 0); }
+    /* a slot's member descriptor sets it directly, as object.__setattr__ would after finding it */
+    static int kw_set_slot(PyObject *descr, PyObject *obj, PyObject *value) {
+        return Py_TYPE(descr)->tp_descr_set(descr, obj, value);
+    }
+    """
+    object kw_alloc(PyTypeObject *t)
+    int kw_set_slot(object descr, object obj, object value) except -1
+
+
 cdef class FrameDecoder:
     """``frame.decode_metadata_record`` for the frames a log is made of: bytes whose frame version,
     api key and record version take one byte each, of a known record at a supported version, that
@@ -465,27 +478,10 @@ cdef class FrameDecoder:
         if pos != n:
             return self.pure(data)
         record = kw_alloc(<PyTypeObject *>self.record_type)
-        _set_slot(self.spec_slot, record, spec)
-        _set_slot(self.version_slot, record, b[2])
-        _set_slot(self.value_slot, record, value)
+        kw_set_slot(self.spec_slot, record, spec)
+        kw_set_slot(self.version_slot, record, b[2])
+        kw_set_slot(self.value_slot, record, value)
         return record
-
-
-cdef extern from *:
-    """
-    /* an instance of a slots class with every slot empty, as object.__new__ makes */
-    static PyObject *kw_alloc(PyTypeObject *t) { return t->tp_alloc(t, 0); }
-    /* a slot's member descriptor sets it directly, as object.__setattr__ would after finding it */
-    static int kw_set_slot(PyObject *descr, PyObject *obj, PyObject *value) {
-        return Py_TYPE(descr)->tp_descr_set(descr, obj, value);
-    }
-    """
-    object kw_alloc(PyTypeObject *t)
-    int kw_set_slot(object descr, object obj, object value) except -1
-
-
-cdef inline void _set_slot(object descr, object obj, object value) except *:
-    kw_set_slot(descr, obj, value)
 
 
 def frame_decoder(record_type, known, pure):
