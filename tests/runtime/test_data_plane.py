@@ -27,12 +27,12 @@ from kraftwerk.versions.software import SoftwareVersion
 TOPIC_ID = uuid.UUID(int=99)
 
 
-def _image(isr: list[int], configs: dict[str, str] | None = None) -> MetadataImage:
+def _image(isr: list[int], configs: dict[str, str] | None = None, partition_epoch: int = 0) -> MetadataImage:
     delta = MetadataDelta()
     delta.replay(rec("TopicRecord", 0, {"name": "t", "topicId": TOPIC_ID}))
     delta.replay(rec("PartitionRecord", 0, {
         "partitionId": 0, "topicId": TOPIC_ID, "replicas": [1, 2], "isr": isr, "removingReplicas": [],
-        "addingReplicas": [], "leader": 1, "leaderEpoch": 3, "partitionEpoch": 0}))
+        "addingReplicas": [], "leader": 1, "leaderEpoch": 3, "partitionEpoch": partition_epoch}))
     for name, value in (configs or {}).items():
         delta.replay(rec("ConfigRecord", 0, {"resourceType": 2, "resourceName": "t", "name": name,
                                              "value": value}))
@@ -112,7 +112,7 @@ def test_acks_all_waits_for_the_follower_and_min_isr_refuses(plane: DataPlane) -
     assert produced["responses"][0]["partitionResponses"][0]["errorCode"] == 0
     assert [r.value for r in iter_records(fetched["responses"][0]["partitions"][0]["records"])] == [b"a"]
     assert plane.replicas.partitions[next(iter(plane.replicas.partitions))].high_watermark == 1
-    plane.on_image(_image([1], {"min.insync.replicas": "2"}))
+    plane.on_image(_image([1], {"min.insync.replicas": "2"}, partition_epoch=1))
     assert _produce(plane, _batch([b"b"]), acks=-1)["errorCode"] == Errors.NOT_ENOUGH_REPLICAS.code
     assert _produce(plane, _batch([b"b"]), acks=1)["errorCode"] == 0
 
