@@ -267,3 +267,29 @@ def test_a_lost_alter_partition_answer_keeps_acks_all_waiting_for_the_new_member
     first, again = (s["topics"][0]["partitions"][0] for s in sent)
     assert first == again and first["partitionEpoch"] == 0  # the same change, sent twice
     assert [b["brokerId"] for b in first["newIsrWithEpochs"]] == [1, 2, 3]
+
+
+def test_an_isr_shrink_the_controller_accepts_releases_the_waiting_acks_all_produce(tmp_path: Path) -> None:
+    """Kafka's maybeIncrementLeaderHW after an ISR update: with the silent follower out of the ISR
+    the HW is the leader's log end, so the produce waiting on that follower is answered at once."""
+    async def controller(api_key: int, version: int, body: Any) -> Any:
+        return {"errorCode": 0, "topics": [{"topicId": TOPIC_ID, "partitions": [
+            {"partitionIndex": 0, "errorCode": 0, "leaderId": 1, "leaderEpoch": 3, "isr": [1],
+             "leaderRecoveryState": 0, "partitionEpoch": 1}]}]}
+
+    dp = DataPlane(1, (str(tmp_path),), SoftwareVersion.for_release("4.3"), {}, controller, lambda: 7, None)
+    dp.on_image(_image([1, 2]))
+
+    async def scenario() -> int:
+        produce = asyncio.ensure_future(dp.handle(0, 9, {
+            "transactionalId": None, "acks": -1, "timeoutMs": 30_000,
+            "topicData": [{"name": "t", "partitionData": [{"index": 0, "records": _batch([b"a"])}]}]}))
+        await asyncio.sleep(0.05)
+        [shrink] = dp.replicas.lagging_followers(10 ** 13)  # follower 2 never fetched
+        await dp._alter_partition([shrink])
+        code: int = (await asyncio.wait_for(produce, 5))["responses"][0]["partitionResponses"][0]["errorCode"]
+        await dp.close()
+        return code
+
+    assert asyncio.run(scenario()) == 0
+    assert dp.replicas.partitions[TP].isr == (1,) and dp.replicas.partitions[TP].high_watermark == 1

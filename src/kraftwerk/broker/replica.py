@@ -242,6 +242,7 @@ class ReplicaManager:
             return False
         return error not in AWAIT_METADATA
 
+
 def alter_partition_body(node_id: int, broker_epoch: int, changes: list[IsrChange],
                          broker_epochs: Mapping[int, int], version: int) -> dict[str, Any]:
     """An AlterPartition request at ``version`` (from v2 topic ids, from v3 the ISR members' broker

@@ -153,7 +153,18 @@ class DataPlane:
                 self._notify(change.tp)
             except StorageError as exc:
                 log.error("[ReplicaManager broker=%d] cannot open %s: %s", self.node_id, change.tp, exc)
+        for tp in list(self.replicas.partitions):
+            self._isr_settled(tp)
         self._sync_fetchers()
+
+    def _isr_settled(self, tp: TopicPartition) -> None:
+        """An ISR the controller decided may let the HW move at once (a shrink away from a silent
+        follower: Kafka's maybeIncrementLeaderHW after an ISR update), waking acks=all produces."""
+        st = self.replicas.leader(tp)
+        plog = self.logs.get(tp)
+        if not isinstance(st, Errors) and plog is not None and \
+                self.replicas.update_high_watermark(st, plog.log_end_offset):
+            self._notify(tp)
 
     def _log_config(self, topic: str) -> LogConfig:
         def cfg(name: str, broker_name: str, default: str) -> int:
@@ -581,7 +592,7 @@ class DataPlane:
             outcome = "not in the answer" if r is None and top is Errors.NONE else error.name
             log.info("[Partition %s broker=%d] ISR update to %s: %s%s", c.tp, self.node_id, list(c.new_isr),
                      outcome, ", retrying" if retry else "")
-            self._notify(c.tp)
+            self._isr_settled(c.tp)
         return again
 
     # ------------------------------------------------------------------ follower fetching
