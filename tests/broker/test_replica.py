@@ -18,6 +18,7 @@ from kraftwerk.broker.replica import (
     ReplicaManager,
     StopReplica,
     TopicPartition,
+    alter_partition_answers,
     alter_partition_body,
 )
 from kraftwerk.controller.common import rec
@@ -177,8 +178,16 @@ def test_a_retriable_error_sends_the_same_change_again(error: Errors) -> None:
 
 def test_a_partition_missing_from_the_answer_is_sent_again() -> None:
     rm, st, expand = _expanding()
+    other = IsrChange(TopicPartition("orders", 1), TOPIC_ID, 0, 0, (1, 2))
+    result = {"partitionIndex": 1, "errorCode": Errors.INVALID_UPDATE_VERSION.code}
+    answers = alter_partition_answers([expand, other], {"errorCode": 0, "topics": [
+        {"topicId": TOPIC_ID, "partitions": [result]}]})
+    assert answers == [(expand, Errors.NONE, None), (other, Errors.INVALID_UPDATE_VERSION, result)]
     assert rm.on_alter_partition_result(expand, Errors.NONE, None)
     assert st.pending is expand and _counts_follower_3(rm, st)
+    refused = alter_partition_answers([expand], {"errorCode": Errors.NOT_CONTROLLER.code, "topics": [
+        {"topicId": TOPIC_ID, "partitions": [{"partitionIndex": 0, "errorCode": 0}]}]})
+    assert refused == [(expand, Errors.NOT_CONTROLLER, None)]  # a top-level error is every change's
 
 
 @pytest.mark.parametrize("error", [Errors.INELIGIBLE_REPLICA, Errors.OPERATION_NOT_ATTEMPTED])

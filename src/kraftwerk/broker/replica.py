@@ -243,6 +243,20 @@ class ReplicaManager:
         return error not in AWAIT_METADATA
 
 
+def alter_partition_answers(changes: list[IsrChange], response: Mapping[str, Any]
+                            ) -> list[tuple[IsrChange, Errors, Mapping[str, Any] | None]]:
+    """Each change's error and partition result in an AlterPartition answer: a top-level error is
+    every change's, a partition missing from the answer is (NONE, None) (Kafka resends both)."""
+    top = Errors.for_code(response.get("errorCode", 0))
+    results = {(t["topicId"], p["partitionIndex"]): p for t in response.get("topics", ())
+               for p in t.get("partitions", ())} if top is Errors.NONE else {}
+    out = []
+    for c in changes:
+        result = results.get((c.topic_id, c.tp.partition))
+        out.append((c, top if result is None else Errors.for_code(result["errorCode"]), result))
+    return out
+
+
 def alter_partition_body(node_id: int, broker_epoch: int, changes: list[IsrChange],
                          broker_epochs: Mapping[int, int], version: int) -> dict[str, Any]:
     """An AlterPartition request at ``version`` (from v2 topic ids, from v3 the ISR members' broker

@@ -34,6 +34,7 @@ from kraftwerk.broker.replica import (
     ReplicaManager,
     StopReplica,
     TopicPartition,
+    alter_partition_answers,
     alter_partition_body,
 )
 from kraftwerk.controller.common import shape_response
@@ -579,17 +580,11 @@ class DataPlane:
             log.info("[Partition broker=%d] AlterPartition got no answer (%s): retrying", self.node_id, exc)
             return [c for c in changes if self.replicas.on_alter_partition_result(c, Errors.NETWORK_EXCEPTION,
                                                                                   None)]
-        results = {(t["topicId"], p["partitionIndex"]): p for t in response.get("topics", ())
-                   for p in t.get("partitions", ())}
-        top = Errors.for_code(response.get("errorCode", 0))
         again = []
-        for c in changes:
-            r = results.get((c.topic_id, c.tp.partition)) if top is Errors.NONE else None
-            error = Errors.for_code(r["errorCode"]) if r is not None else top
-            retry = self.replicas.on_alter_partition_result(c, error, r)
-            if retry:
-                again.append(c)
-            outcome = "not in the answer" if r is None and top is Errors.NONE else error.name
+        for c, error, result in alter_partition_answers(changes, response):
+            retry = self.replicas.on_alter_partition_result(c, error, result)
+            again += [c] if retry else []
+            outcome = error.name if result is not None or error is not Errors.NONE else "not in the answer"
             log.info("[Partition %s broker=%d] ISR update to %s: %s%s", c.tp, self.node_id, list(c.new_isr),
                      outcome, ", retrying" if retry else "")
             self._isr_settled(c.tp)
