@@ -247,8 +247,11 @@ def test_a_lost_alter_partition_answer_keeps_acks_all_waiting_for_the_new_member
     async def scenario() -> tuple[int, int]:
         await dp.handle(1, 12, _fetch_body(0, replica=2))
         await dp.handle(1, 12, _fetch_body(0, replica=3))  # caught up: {1, 2, 3} goes out
-        while len(sent) < 2:  # committed, answer lost, sent again (INVALID_UPDATE_VERSION: await metadata)
+        for _ in range(500):  # committed, answer lost, sent again (INVALID_UPDATE_VERSION: await metadata)
+            if len(sent) >= 2:
+                break
             await asyncio.sleep(0.01)
+        assert len(sent) == 2
         produce = asyncio.ensure_future(dp.handle(0, 9, {
             "transactionalId": None, "acks": -1, "timeoutMs": 300,
             "topicData": [{"name": "t", "partitionData": [{"index": 0, "records": _batch([b"a"])}]}]}))
