@@ -81,8 +81,11 @@ def one_run(mode: str, run: int) -> tuple[int, int]:
             thread.join(180)
         final = LocalCluster.load(cluster.root)
         bad = acked_missing(final.bootstrap_servers, TOPIC, acked)
+        resent = sum(line.endswith(", retrying") or "AlterPartition got no answer" in line
+                     for node in final.nodes if node.log_path(final.root).exists()
+                     for line in node.log_path(final.root).read_text(errors="replace").splitlines())
         print(f"run {run} ({mode}): {len(acked)} acknowledged, {len(bad)} lost or changed, "
-              f"{len(errors)} sends failed", flush=True)
+              f"{len(errors)} sends failed, {resent} AlterPartition resends", flush=True)
         if bad:
             print(f"  first lost: {[(k, acked[k]) for k in bad[:10]]}", flush=True)
             print(f"  the cluster's logs are kept in {tmp}", flush=True)
