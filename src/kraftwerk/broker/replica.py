@@ -247,9 +247,9 @@ def alter_partition_answers(changes: list[IsrChange], response: Mapping[str, Any
                             ) -> list[tuple[IsrChange, Errors, Mapping[str, Any] | None]]:
     """Each change's error and partition result in an AlterPartition answer: a top-level error is
     every change's, a partition missing from the answer is (NONE, None) (Kafka resends both)."""
-    top = Errors.for_code(response.get("errorCode", 0))
-    results = {(t["topicId"], p["partitionIndex"]): p for t in response.get("topics", ())
-               for p in t.get("partitions", ())} if top is Errors.NONE else {}
+    top = Errors.for_code(response["errorCode"])
+    results = {(t["topicId"], p["partitionIndex"]): p for t in response["topics"]
+               for p in t["partitions"]} if top is Errors.NONE else {}
     out = []
     for c in changes:
         result = results.get((c.topic_id, c.tp.partition))
