@@ -60,6 +60,32 @@ def test_roles_follow_the_image() -> None:
     assert rm.leader(TP) is Errors.UNKNOWN_TOPIC_OR_PARTITION
 
 
+def test_leaders_first_every_partition_and_the_high_watermark_kept_across_epochs() -> None:
+    rm = ReplicaManager(1)
+    delta = MetadataDelta(_image(2, [1, 2, 3]))  # partition 0: led by 2
+    for pid, replicas in ((1, [2, 3]), (2, [1, 2, 3])):  # 1: not hosted here; 2: led here
+        delta.replay(rec("PartitionRecord", 0, {
+            "partitionId": pid, "topicId": TOPIC_ID, "replicas": replicas, "isr": replicas,
+            "removingReplicas": [], "addingReplicas": [], "leader": replicas[0], "leaderEpoch": 2,
+            "partitionEpoch": 0}))
+    image = delta.apply()
+    p2 = TopicPartition("orders", 2)
+    assert rm.apply_image(image, 0) == [BecomeLeader(p2, TOPIC_ID, 2), BecomeFollower(TP, TOPIC_ID, 2, 0)]
+    assert rm.leader(p2, 0) is Errors.FENCED_LEADER_EPOCH
+    assert rm.leader(p2, 1) is Errors.FENCED_LEADER_EPOCH
+    assert rm.leader(p2, 3) is Errors.UNKNOWN_LEADER_EPOCH
+    st = rm.leader(p2, 2)
+    assert not isinstance(st, Errors)
+    rm.on_follower_fetch(st, 2, 5, 5, 0, 0)
+    rm.on_follower_fetch(st, 3, 5, 5, 0, 0)
+    assert st.high_watermark == 5
+    delta = MetadataDelta(image)
+    delta.replay(rec("PartitionChangeRecord", 0, {"partitionId": 2, "topicId": TOPIC_ID, "leader": 1}))
+    assert rm.apply_image(delta.apply(), 0) == [BecomeLeader(p2, TOPIC_ID, 3)]  # a new epoch, still here
+    renewed = rm.leader(p2)
+    assert not isinstance(renewed, Errors) and renewed is not st and renewed.high_watermark == 5
+
+
 def test_high_watermark_is_the_smallest_isr_log_end_and_a_caught_up_follower_joins() -> None:
     rm = ReplicaManager(1)
     rm.apply_image(_image(1, [1, 2]), 0)
@@ -72,11 +98,16 @@ def test_high_watermark_is_the_smallest_isr_log_end_and_a_caught_up_follower_joi
     moved, expand = rm.on_follower_fetch(st, 3, 6, 10, 0, 100)  # 3 reached the HW: ask to add it
     assert not moved and expand is not None and expand.new_isr == (1, 2, 3)
     assert rm.on_follower_fetch(st, 3, 7, 10, 0, 100)[1] is None  # one change in flight at a time
-    body = alter_partition_body(1, 5, [expand], {1: 5, 2: 6, 3: 7}, 3)
+    body = alter_partition_body(1, 5, [expand], {1: 5, 2: 6}, 3)
     sent = codec.decode(ALTER_PARTITION, 3, codec.encode(ALTER_PARTITION, 3, body))
-    assert sent["topics"][0]["partitions"][0]["newIsrWithEpochs"][2] == {"brokerId": 3, "brokerEpoch": 7}
+    assert (sent["brokerId"], sent["brokerEpoch"], sent["topics"][0]["topicId"]) == (1, 5, TOPIC_ID)
+    part = sent["topics"][0]["partitions"][0]
+    assert part["newIsrWithEpochs"] == [{"brokerId": 1, "brokerEpoch": 5}, {"brokerId": 2, "brokerEpoch": 6},
+                                        {"brokerId": 3, "brokerEpoch": -1}]  # -1: an epoch not known here
+    assert (part["leaderEpoch"], part["partitionEpoch"], part["leaderRecoveryState"]) == (0, 0, 0)
     old = codec.decode(ALTER_PARTITION, 1, codec.encode(ALTER_PARTITION, 1, alter_partition_body(
         1, 5, [expand], {}, 1)))
+    assert old["topics"][0]["topicName"] == "orders"  # before v2, topics by name
     assert old["topics"][0]["partitions"][0]["newIsr"] == [1, 2, 3]
     rm.on_alter_partition_result(expand, Errors.NONE, {"leaderEpoch": 0, "isr": [1, 2, 3],
                                                        "partitionEpoch": 1})
@@ -255,9 +286,20 @@ def test_a_newer_partition_epoch_from_the_metadata_supersedes_the_pending_change
     rm, st, expand = _expanding()
     rm.apply_image(_image(1, [1, 2, 3], partition_epoch=1), 300)
     assert st.pending is None and st.isr == (1, 2, 3) and not rm.is_pending(expand)
-    # the answer arrives late (here: a failure of an earlier send): out of date, ignored
-    assert not rm.on_alter_partition_result(expand, Errors.INELIGIBLE_REPLICA, None)
+    # answers that arrive late are out of date: ignored, never resent
+    assert not rm.on_alter_partition_result(expand, Errors.NETWORK_EXCEPTION, None)
+    assert not rm.on_alter_partition_result(expand, Errors.NONE, {"leaderEpoch": 0, "isr": [1, 2],
+                                                                  "partitionEpoch": 1})
     assert st.isr == (1, 2, 3) and st.partition_epoch == 1
+
+
+def test_an_answer_at_the_same_partition_epoch_settles_the_change() -> None:
+    """Kafka's handleAlterPartitionUpdate: an answer at the leader's own partition epoch means the
+    controller already had that state (nothing written); the change is settled all the same."""
+    rm, st, expand = _expanding()
+    assert not rm.on_alter_partition_result(expand, Errors.NONE, {"leaderEpoch": 0, "isr": [1, 2, 3],
+                                                                  "partitionEpoch": 0})
+    assert st.pending is None and st.isr == (1, 2, 3)
 
 
 def test_metadata_older_than_an_answer_does_not_take_the_isr_back() -> None:

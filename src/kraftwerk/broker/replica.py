@@ -261,17 +261,16 @@ def alter_partition_body(node_id: int, broker_epoch: int, changes: list[IsrChang
                          broker_epochs: Mapping[int, int], version: int) -> dict[str, Any]:
     """An AlterPartition request at ``version`` (from v2 topic ids, from v3 the ISR members' broker
     epochs)."""
-    by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    by_topic: dict[tuple[uuid.UUID, str], list[dict[str, Any]]] = {}
     for c in changes:
-        by_topic.setdefault(c.topic_id, []).append({
+        by_topic.setdefault((c.topic_id, c.tp.topic), []).append({  # leaderRecoveryState: RECOVERED
             "partitionIndex": c.tp.partition,
             "leaderEpoch": c.leader_epoch,
             "newIsr": list(c.new_isr),
             "newIsrWithEpochs": [{"brokerId": b, "brokerEpoch": broker_epochs.get(b, -1)} for b in c.new_isr],
-            "leaderRecoveryState": 0,
             "partitionEpoch": c.partition_epoch,
         })
     body = {"brokerId": node_id, "brokerEpoch": broker_epoch,
-            "topics": [{"topicName": "", "topicId": tid, "partitions": parts} for tid,
-                       parts in by_topic.items()]}
+            "topics": [{"topicName": name, "topicId": tid, "partitions": parts}
+                       for (tid, name), parts in by_topic.items()]}
     return shape_body(Kind.REQUEST, ApiKey.ALTER_PARTITION, version, body)
