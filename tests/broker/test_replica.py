@@ -1,5 +1,6 @@
 """The replica manager's decisions: roles from the image, the high watermark from the ISR's log
-ends, ISR expansion once a follower catches up, shrinking when one lags, acks=all vs min ISR."""
+ends, ISR expansion once a follower catches up, shrinking when one lags, acks=all vs min ISR, and
+what each AlterPartition answer (or its loss) does to an unsettled ISR change (Kafka's rules)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The data plane's request handling on real files, without sockets: produce validation (magic,
 corrupt bytes, min.insync.replicas, idempotent sequences), acks=all waiting for the followers,
 fetches that wait for data, divergence answers to followers, ListOffsets, OffsetForLeaderEpoch,
-and the versions each software release parses (KIP-724)."""
+the versions each software release parses (KIP-724), and ISR changes: resent after a lost answer,
+releasing waiting produces once decided."""
 
 from __future__ import annotations
 
