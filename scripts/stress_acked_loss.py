@@ -4,7 +4,8 @@ the suite: each run is a real cluster for a minute or more).
 Each run: ``cluster up --zookeeper`` (3 brokers), a kafka-python producer with acks=all recording
 every acknowledged (partition, offset, value), then ``cluster migrate`` (``--mode migrate``) or a
 ``cluster roll`` of each ZK broker in turn (``--mode roll``), then every acknowledged offset is read
-back by offset and compared. Usage::
+back by offset and compared; the AlterPartition resends in the nodes' logs are counted (whether the
+run went through a lost or refused ISR change). Usage::
 
     PYTHONPATH=src python scripts/stress_acked_loss.py --mode migrate --runs 5
 """
