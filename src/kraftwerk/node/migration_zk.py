@@ -92,6 +92,7 @@ class MigrationZk:
         self.node_id = node_id
         self.cluster_id = cluster_id
         self.now_ms = now_ms
+        self.records_per_batch = RECORDS_PER_BATCH
 
     def client(self) -> Any:
         raise NotImplementedError
@@ -183,7 +184,7 @@ class MigrationZk:
 
     def translation_batches(self, action: MigrateMetadata) -> list[list[bytes]]:
         """The whole tree, translated, as the batches to append: inside a metadata transaction (from
-        3.6-IV1) batches of up to :data:`RECORDS_PER_BATCH` as Kafka's migration, else one atomic
+        3.6-IV1) batches of up to ``records_per_batch`` as Kafka's migration, else one atomic
         batch (the only way to keep the copy all-or-nothing without transactions)."""
         tree = read_tree(self.client())
         state = parse_cluster(tree)
@@ -200,7 +201,8 @@ class MigrationZk:
         records = [r.encode() for r in translation.log_records()]
         if not translation.transactional:
             return [records]
-        return [records[i:i + RECORDS_PER_BATCH] for i in range(0, len(records), RECORDS_PER_BATCH)]
+        size = self.records_per_batch
+        return [records[i:i + size] for i in range(0, len(records), size)]
 
     def write(self, action: WriteToZk) -> int:
         """Make ZooKeeper hold ``action.image``; returns ``/migration``'s new data version."""

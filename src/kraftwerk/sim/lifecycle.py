@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kraftwerk.broker.node import BrokerNode
 from kraftwerk.controller.activation import default_bootstrap_records
 from kraftwerk.controller.effects import (
     WriteSnapshot,
@@ -86,6 +87,11 @@ class LifecycleSim:
     """One seeded world of controllers and brokers; scripted scenarios drive it through
     ``at`` / ``update_features`` / ``crash`` / ``restart`` / ``isolate_leader`` / ``heal`` and
     ``run_until`` / ``run_until_converged``; :meth:`run` plays the config's mix."""
+
+    controller_configs: dict[str, str] = {}
+    """Every controller's extra ``controller.properties`` (the migration simulation's flags)."""
+    broker_class: type[BrokerNode] = BrokerNode
+    """What runs on an observer (the migration simulation's migrating ZooKeeper brokers)."""
 
     def __init__(self, config: LifecycleConfig, tables: ReferenceTables | None = None) -> None:
         self.config = config

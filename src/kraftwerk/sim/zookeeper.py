@@ -73,14 +73,15 @@ class SimZooKeeper:
         self.owners: dict[int, int] = {}
 
     # ------------------------------------------------------------------ sessions and faults
-    def connect(self, owner: int) -> SimZkClient:
-        """A new session for ``owner`` (an id the checkers use to attribute writes)."""
+    def connect(self, owner: int, client: type[SimZkClient] | None = None) -> SimZkClient:
+        """A new session for ``owner`` (an id the checkers use to attribute writes); ``client``: the
+        client class (the simulator's sabotage subclasses it)."""
         if not self.reachable:
             raise ConnectionLoss("ZooKeeper is unreachable")
         self._next_session += 1
         self.live_sessions.add(self._next_session)
         self.owners[self._next_session] = owner
-        return SimZkClient(self, self._next_session)
+        return (client or SimZkClient)(self, self._next_session)
 
     def expire_sessions(self) -> None:
         """Every session expires (as after a partition longer than the session timeout): its
