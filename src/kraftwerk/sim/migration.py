@@ -91,7 +91,8 @@ class MigrationSim(LifecycleSim):
                                    MIGRATION_MAX_LAG_CONFIG: str(config.max_lag_ms)}
         self.zk = SimZooKeeper(lambda: self.now)
         voters = frozenset({1, 2, 3})
-        self.mchecker = MigrationChecker(self.zk, config.max_lag_ms, TICK_MS, frozenset(INITIAL_TOPICS), voters)
+        self.mchecker = MigrationChecker(self.zk, config.max_lag_ms, TICK_MS, frozenset(INITIAL_TOPICS),
+                                         voters)
         self._seen: set[int] = set()
         self.broker_sessions: dict[int, SimZkClient] = {}
         self.crash_on_migration = False
@@ -145,11 +146,13 @@ class MigrationSim(LifecycleSim):
         for nid in brokers:
             self._register_zk_broker(nid)
         # the ZooKeeper controller (the first broker) holds /controller in its session
-        self.broker_sessions[brokers[0]].create("/controller", encode_controller(brokers[0], 0), ephemeral=True)
+        zk_controller = self.broker_sessions[brokers[0]]
+        zk_controller.create("/controller", encode_controller(brokers[0], 0), ephemeral=True)
 
     def _register_zk_broker(self, nid: int) -> None:
         session = self.zk.connect(owner=-nid)
-        info = BrokerInfo(nid, (ZkEndpoint("PLAINTEXT", f"node{nid}", 9092, "PLAINTEXT"),), self.now, version=6,
+        endpoint = ZkEndpoint("PLAINTEXT", f"node{nid}", 9092, "PLAINTEXT")
+        info = BrokerInfo(nid, (endpoint,), self.now, version=6,
                           migration=KRaftMigrationInfo(True, "sim-cluster", "3.9-IV0"))
         session.create(f"/brokers/ids/{nid}", encode_broker(info), ephemeral=True)
         self.broker_sessions[nid] = session
@@ -222,8 +225,8 @@ class MigrationSim(LifecycleSim):
         topic = {"name": name, "numPartitions": self.rng.randint(1, 3),
                  "replicationFactor": self.rng.randint(1, len(self.broker_ids)), "assignments": [],
                  "configs": []}
-        self.client_write(ApiKey.CREATE_TOPICS, 5, {"topics": [topic], "timeoutMs": 5000, "validateOnly": False},
-                          "topics", on_ok)
+        body = {"topics": [topic], "timeoutMs": 5000, "validateOnly": False}
+        self.client_write(ApiKey.CREATE_TOPICS, 5, body, "topics", on_ok)
 
     def random_write(self) -> None:
         rng, n = self.rng, self.stats["writes_sent"]
@@ -306,11 +309,11 @@ class MigrationSim(LifecycleSim):
                 return m
             if self.now > deadline:
                 driver = None if m is None else m.driver
-                state = "no active controller" if driver is None else (
-                    f"controller {m.nid if m else '?'} in {driver.state.name}, last error {driver.last_error}")
+                state = "no active controller" if m is None or driver is None else (
+                    f"controller {m.nid} in {driver.state.name}, last error {driver.last_error}")
                 raise InvariantViolation(CONVERGENCE_INVARIANT, f"{what}: ZooKeeper at offset "
-                                         f"{self.mchecker.zk_offset()}, committed {self.mchecker.committed_end}; "
-                                         f"{state}")
+                                         f"{self.mchecker.zk_offset()}, committed "
+                                         f"{self.mchecker.committed_end}; {state}")
             self.run_until(self.now + TICK_MS)
 
     def converge_migration(self) -> None:
