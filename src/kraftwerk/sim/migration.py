@@ -75,7 +75,8 @@ LEVEL = 21
 """3.9-IV0: the migration's metadata.version (3.9 software, the last release with ZooKeeper)."""
 INITIAL_TOPICS = ("orders", "payments", "audit")
 ZK_CONTROLLER_EPOCH = 5
-FAULTS = ("zk_outage", "zk_expire", "zk_slow", "leader_crash", "leader_isolate", "broker_restart")
+FAULTS = ("zk_outage", "zk_expire", "zk_slow", "leader_crash", "leader_isolate", "leader_pause",
+          "broker_restart")
 ZK_BROKER_CHECK_MS = 500
 CONVERGENCE_INVARIANT_WRITES = "writes resume after ZooKeeper returns"
 
@@ -268,7 +269,18 @@ class MigrationSim(LifecycleSim):
             leader = self.leader()
             if leader in self.cluster_voters:
                 self.crash(leader, rng.randint(500, 3000))
+        elif kind == "leader_pause":
+            leader = self.leader()
+            if leader in self.cluster_voters:
+                if rng.random() < 0.7:
+                    zk.latency_ms = rng.choice((50, 200))
+                    self.at(self.now + rng.randint(500, 2000), self._zk_back)
+                self.at(self.now + rng.randint(0, 300), lambda: self.cluster.pause(leader))
+                self.at(self.now + rng.randint(2000, 6000), lambda: self.cluster.resume(leader))
         elif kind == "leader_isolate":
+            if rng.random() < 0.5:  # the same network trouble slows ZooKeeper down
+                zk.latency_ms = rng.choice((200, 600, 1500))
+                self.at(self.now + rng.randint(2000, 6000), self._zk_back)
             self.isolate_leader(rng.randint(1000, 4000))
         else:
             self.crash(rng.choice(self.broker_ids), rng.randint(500, 3000))

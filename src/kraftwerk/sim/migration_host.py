@@ -124,6 +124,25 @@ class MigrationHost(SimNodeHost):
         if action is None:
             return
         self.zk_busy = True
+        latency = sim.zk.latency_ms
+        if latency:  # the requests reach ZooKeeper one trip later (the process may be gone by then)
+            sim.at(sim.now + latency, lambda: self._when_running(lambda: self._issue(driver, action)))
+        else:
+            self._issue(driver, action)
+
+    def _when_running(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` now, or when this paused process resumes (a process paused after deciding a
+        ZooKeeper write sends it when it wakes up, however stale by then)."""
+        node = self.sim.cluster.nodes[self.nid]
+        if node.paused:
+            node.deferred.append(lambda: self._when_running(fn))
+        else:
+            fn()
+
+    def _issue(self, driver: MigrationDriver, action: Action) -> None:
+        sim = self.sim
+        if self.sim.machine(self.nid) is not self:
+            return  # crashed before sending
         before = self.zk.spent_ms()
         outcome, took = self._run(driver, action)
         took = max(1, took if took >= 0 else self.zk.spent_ms() - before)
@@ -134,7 +153,7 @@ class MigrationHost(SimNodeHost):
             outcome()
             self.drive()
 
-        sim.at(sim.now + took, lambda: sim.run_machine(self, finish))
+        sim.at(sim.now + took, lambda: self._when_running(lambda: sim.run_machine(self, finish)))
 
     def _run(self, driver: MigrationDriver, action: Action) -> tuple[Callable[[], None], int]:
         """Run ``action``'s ZooKeeper calls now: (what to tell the driver, how long it took or -1)."""

@@ -27,6 +27,8 @@ from kazoo.exceptions import (
 from kazoo.protocol.states import ZnodeStat
 
 Undo = Callable[[], None]
+PIPELINE = 500
+"""Asynchronous requests one round trip carries (the tree reader's page size)."""
 
 
 @dataclass(slots=True)
@@ -236,6 +238,11 @@ class _Result:
             raise self._error
         return self._value
 
+    def then(self, fn: Callable[[Any], Any]) -> _Result:
+        if self._error is None:
+            self._value = fn(self._value)
+        return self
+
 
 class SimZkClient:
     """One session's client, with the ``KazooClient`` methods the migration and the tree reader use.
@@ -246,11 +253,16 @@ class SimZkClient:
         self.session = session
         self.spent_ms = 0
         self.calls = 0
+        self._pipelined = 0
 
-    def _call(self) -> SimZooKeeper:
+    def _call(self, pipelined: bool = False) -> SimZooKeeper:
+        """One request: a round trip each, except that asynchronous ones pipeline (one round trip
+        per :data:`PIPELINE` of them in a row, as kazoo keeps them in flight together)."""
         server = self.server
         self.calls += 1
-        self.spent_ms += server.latency_ms
+        if not pipelined or self._pipelined % PIPELINE == 0:
+            self.spent_ms += server.latency_ms
+        self._pipelined = self._pipelined + 1 if pipelined else 0
         if not server.reachable:
             raise ConnectionLoss("ZooKeeper is unreachable")
         if self.session not in server.live_sessions:
@@ -315,13 +327,17 @@ class SimZkClient:
         return SimTransaction(self)
 
     def get_async(self, path: str) -> _Result:
-        return _Result(lambda: self.get(path))
+        return _Result(lambda: self._call(pipelined=True)._node(path)).then(lambda n: (n.data, n.stat()))
 
     def get_children_async(self, path: str) -> _Result:
-        return _Result(lambda: self.get_children(path))
+        return _Result(lambda: self._call(pipelined=True)._node(path)).then(lambda n: sorted(n.children))
 
     def exists_async(self, path: str) -> _Result:
-        return _Result(lambda: self.exists(path))
+        def stat() -> ZnodeStat | None:
+            node = self._call(pipelined=True).nodes.get(path)
+            return None if node is None else node.stat()
+
+        return _Result(stat)
 
     def command(self, cmd: bytes = b"ruok") -> str:
         """The four-letter words the tree reader uses (``srvr``: the last zxid)."""
