@@ -529,6 +529,16 @@ class ReplicationControlManager:
 
     def __init__(self, controller: QuorumController) -> None:
         self._c = controller
+        self.deleting: dict[uuid.UUID, str] = {}
+        """Topics whose RemoveTopicRecord this active controller appended and has not replayed yet:
+        gone for the next request, as in Kafka's controller, whose state includes what it appended."""
+
+    def on_committed(self, record: MetadataRecord) -> None:
+        if record.spec.name == "RemoveTopicRecord":
+            self.deleting.pop(record.value["topicId"], None)
+
+    def on_leader_change(self) -> None:
+        self.deleting.clear()
 
     def _control(self) -> TopicControl:
         c = self._c
@@ -542,7 +552,12 @@ class ReplicationControlManager:
         return _reply(request, *self._control().create_topics(request.body))
 
     def delete_topics(self, request: Request) -> Respond | AppendThenRespond:
-        return _reply(request, *self._control().delete_topics(request.version, request.body))
+        records, response = self._control().delete_topics(request.version, request.body)
+        by_id = self._c.image.topics.by_id
+        for record in records:
+            if record.spec.name == "RemoveTopicRecord" and record.value["topicId"] in by_id:
+                self.deleting[record.value["topicId"]] = by_id[record.value["topicId"]].name
+        return _reply(request, records, response)
 
     def create_partitions(self, request: Request) -> Respond | AppendThenRespond:
         return _reply(request, *self._control().create_partitions(request.body))
