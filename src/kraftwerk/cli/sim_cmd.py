@@ -1,4 +1,4 @@
-"""``kraftwerk sim raft|lifecycle``: run seeded simulations and fail on any invariant violation."""
+"""``kraftwerk sim raft|lifecycle|migration``: run seeded simulations and fail on any invariant violation."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from kraftwerk.cli.args import non_negative_int, positive_int
 from kraftwerk.cli.output import add_output_flag, print_json
+from kraftwerk.cli.sim_migration_cmd import register_migration
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.sim.lifecycle import run_lifecycle_seeds
 from kraftwerk.sim.lifecycle_types import ALL_MIXES, LifecycleConfig, Mix
@@ -17,7 +18,8 @@ from kraftwerk.sim.runner import Scenario, SeedResult, SimConfig, run_seed
 
 def register(groups: Any) -> None:
     parser = groups.add_parser(
-        "sim", help="deterministic simulations: the KRaft quorum, the metadata.version lifecycle")
+        "sim", help="deterministic simulations: the KRaft quorum, the metadata.version lifecycle, the "
+        "ZooKeeper migration")
     parser.set_defaults(default_log_level="CRITICAL")
     commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
     raft = commands.add_parser(
@@ -50,6 +52,7 @@ def register(groups: Any) -> None:
     add_output_flag(raft)
     raft.set_defaults(func=_raft)
     register_lifecycle(commands)
+    register_migration(commands)
 
 
 def _raft(args: argparse.Namespace) -> int:

@@ -21,7 +21,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kraftwerk.broker.zk_broker import MigratingZkBrokerLifecycle
@@ -67,7 +67,7 @@ from kraftwerk.sim.lifecycle_types import (
 )
 from kraftwerk.sim.migration_checker import CONVERGENCE_INVARIANT, MigrationChecker
 from kraftwerk.sim.migration_host import MigrationHost
-from kraftwerk.sim.migration_types import MigrationConfig, MigrationResult
+from kraftwerk.sim.migration_types import MigrationBatch, MigrationConfig, MigrationResult
 from kraftwerk.sim.zookeeper import SimZkClient, SimZooKeeper
 
 RELEASE = "3.9"
@@ -361,15 +361,6 @@ class _Both:
         if name == "sabotage":
             return self.migration.sabotage
         return getattr(self.base, name)
-
-
-@dataclass
-class MigrationBatch:
-    seeds: int = 0
-    failures: list[MigrationResult] = field(default_factory=list)
-    events: int = 0
-    seconds: float = 0.0
-    stats: dict[str, int] = field(default_factory=dict)
 
 
 def run_migration(config: MigrationConfig) -> MigrationResult:

@@ -77,7 +77,24 @@ class MigrationResult:
     def report(self) -> str:
         if self.ok:
             return f"seed {self.config.seed}: ok ({self.events} events, converged in {self.converged_ms} ms)"
-        lines = [f"seed {self.config.seed}: VIOLATION of {self.invariant}: {self.violation}",
-                 f"  replay: {self.config.replay_command()}"]
-        lines += [f"  {t}" for t in self.trace_tail[-25:]]
+        lines = [
+            f"seed {self.config.seed} violated {self.invariant}: {self.violation}",
+            f"config: {self.config.to_json()}",
+            f"replay: {self.config.replay_command()}",
+            f"trace (last {len(self.trace_tail)} events):",
+            *(f"  {t}" for t in self.trace_tail),
+        ]
         return "\n".join(lines)
+
+
+@dataclass
+class MigrationBatch:
+    seeds: int = 0
+    failures: list[MigrationResult] = field(default_factory=list)
+    events: int = 0
+    seconds: float = 0.0
+    stats: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def seeds_per_second(self) -> float:
+        return self.seeds / self.seconds if self.seconds else 0.0
