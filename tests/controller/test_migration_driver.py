@@ -219,6 +219,19 @@ def test_a_new_active_controller_counts_the_lag_from_batches_its_predecessor_com
     assert d.state is S.WAIT_FOR_CONTROLLER_QUORUM and d.writes_blocked(2001)
 
 
+def test_an_active_controller_that_could_not_read_migration_yet_takes_no_writes_past_the_bound() -> None:
+    """Found by the migration simulation (seed 24): a restarted controller elected while ZooKeeper
+    was unreachable stayed UNINITIALIZED and accepted writes without bound."""
+    d = MigrationDriver(2, max_lag_ms=1000)
+    d.publish(image(ZkMigrationState.MIGRATION), 30, 5, 500)  # replayed at start-up
+    d.on_leader_change(2, 6)
+    assert isinstance(d.poll(600), RecoverMigrationState)
+    d.zk_failed(RecoverMigrationState(), "ConnectionLoss", 600)
+    assert d.state is S.UNINITIALIZED and not d.writes_blocked(1500) and d.writes_blocked(1501)
+    d.on_leader_change(1, 7)
+    assert not d.writes_blocked(1600)  # not the active controller any more
+
+
 def test_an_inactive_controller_remembers_a_bounded_window() -> None:
     d = MigrationDriver(2, max_lag_ms=1000)
     d.poll(0)

@@ -249,7 +249,7 @@ class MigrationDriver:
         migrated = image.features.zk_migration_state is ZkMigrationState.MIGRATION
         if migrated and offset > self.leadership.kraft_metadata_offset:
             self._waiting.append((offset, append_time_ms if append_time_ms >= 0 else None))
-            if self.state is S.INACTIVE:
+            if not self._active():
                 self._forget_old(append_time_ms)
 
     # ------------------------------------------------------------------ outcomes of actions
@@ -262,12 +262,10 @@ class MigrationDriver:
             self._recovery_due = False
             self.leadership = replace(leadership, kraft_controller_id=self.leadership.kraft_controller_id,
                                       kraft_controller_epoch=self.leadership.kraft_controller_epoch)
-            dropped = self._dropped
-            if dropped is not None and dropped[0] > leadership.kraft_metadata_offset:
-                self._waiting.appendleft(dropped)  # behind by more than the horizon: blocked at once
-            self._dropped = None
+            self._restore_dropped()
             return
         self.leadership = leadership
+        self._restore_dropped()
         log.info("[KRaftMigrationDriver id=%d] Initial migration of ZK metadata is %s.", self.node_id,
                  "done" if leadership.initial_migration_complete else "not done")
         self.transition_to(S.INACTIVE)
@@ -459,7 +457,7 @@ class MigrationDriver:
     def zk_lag_ms(self, now_ms: int) -> int:
         """How long committed KRaft metadata has been waiting for ZooKeeper (0: caught up, or not the
         active controller)."""
-        if self.state in (S.UNINITIALIZED, S.INACTIVE):
+        if not self._active():
             return 0
         since = self._waiting[0][1] if self._waiting else None
         return 0 if since is None else max(0, now_ms - since)
@@ -495,6 +493,21 @@ class MigrationDriver:
                         self.max_lag_ms)
         elif not over:
             self._end_blocking(now_ms)
+
+    def _active(self) -> bool:
+        """Whether this is the active controller: past INACTIVE, or raft named it leader before
+        ``/migration`` could be read (it must not take writes without bound either)."""
+        if self.state is S.UNINITIALIZED:
+            return self.kraft_leader[0] == self.node_id
+        return self.state is not S.INACTIVE
+
+    def _restore_dropped(self) -> None:
+        """After reading ``/migration``: the newest batch forgotten past the horizon that ZooKeeper
+        lacks puts the lag past the bound at once."""
+        dropped = self._dropped
+        if dropped is not None and dropped[0] > self.leadership.kraft_metadata_offset:
+            self._waiting.appendleft(dropped)
+        self._dropped = None
 
     def _horizon_ms(self) -> int:
         """How far back an inactive controller remembers batches: past it, ZooKeeper lagging behind
