@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import KazooException
 
-from kraftwerk.controller.effects import AppendThenRespond, Body, Respond
 from kraftwerk.controller.migration_driver import (
     Action,
     ClaimZkController,
@@ -21,7 +20,6 @@ from kraftwerk.controller.migration_driver import (
 )
 from kraftwerk.migration.errors import MigrationError
 from kraftwerk.node.migration_zk import ControllerEpochMovedError, MigrationZk
-from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.raft import Committed, RaftNode
 from kraftwerk.sim.lifecycle_host import SimNodeHost
 from kraftwerk.sim.migration_types import MigrationSabotage
@@ -34,8 +32,6 @@ CONNECT_TIMEOUT_MS = 1000
 """What a failed connection attempt costs (kazoo's connect timeout, shortened)."""
 RECORDS_PER_BATCH = 7
 """The migration transaction's batch size here: small, so a failover can leave part of it in the log."""
-CLIENT_WRITES = frozenset({ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
-                           ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.CREATE_PARTITIONS})
 
 
 class _UncheckedTransaction(SimTransaction):
@@ -100,13 +96,6 @@ class MigrationHost(SimNodeHost):
         if self.controller is not None:
             self.sim.mchecker.check_image(self.nid, self.controller.image)
 
-    def controller_reply(self, reply: Respond | AppendThenRespond, api_key: int, version: int,
-                         body: Body) -> Respond | AppendThenRespond:
-        reply = super().controller_reply(reply, api_key, version, body)
-        if api_key in CLIENT_WRITES and isinstance(reply, AppendThenRespond) and reply.records:
-            self.sim.mchecker.check_write(self.sim.now, self.nid, ApiKey(api_key).name)
-        return reply
-
     def tick_on(self, raft: RaftNode) -> None:
         super().tick_on(raft)
         self.drive()
@@ -147,6 +136,7 @@ class MigrationHost(SimNodeHost):
         outcome, took = self._run(driver, action)
         took = max(1, took if took >= 0 else self.zk.spent_ms() - before)
         sim.mchecker.check_fencing()
+        sim.mchecker.note_zk(sim.now)
 
         def finish(_raft: RaftNode) -> None:
             self.zk_busy = False
