@@ -284,3 +284,22 @@ def test_a_topic_whose_deletion_is_in_flight_takes_no_config_change() -> None:
     assert refused.body["responses"][0]["errorCode"] == Errors.UNKNOWN_TOPIC_OR_PARTITION.code
     log.append(delete.records)
     assert "t" not in ctl.image.topics.by_name and not ctl.topics.deleting
+
+
+def test_fencing_a_broker_changes_no_partition_of_a_topic_whose_deletion_is_in_flight() -> None:
+    """Found by the migration simulation (seed 202): a broker fenced right after DeleteTopics was
+    appended got a PartitionChangeRecord for the deleted topic's partition, committed after its
+    RemoveTopicRecord: every node's replay failed (no topic with that id)."""
+    log, ctl = _cluster()
+    delete = ctl.handle_request(20, 6, {"topics": [{"name": "t", "topicId": None}], "timeoutMs": 1}, 0,
+                                next_offset=log.end)
+    assert isinstance(delete, AppendThenRespond)
+    b = ctl.image.cluster.brokers[2]
+    beat = {"brokerId": 2, "brokerEpoch": b.epoch, "currentMetadataOffset": log.end, "wantFence": True,
+            "wantShutDown": False}
+    fence = ctl.handle_request(63, 1, beat, 0, next_offset=log.end + len(delete.records))
+    assert isinstance(fence, AppendThenRespond)
+    assert "PartitionChangeRecord" not in [r.spec.name for r in fence.records]
+    log.append(delete.records)
+    log.append(fence.records)
+    assert ctl.image.cluster.brokers[2].fenced and "t" not in ctl.image.topics.by_name

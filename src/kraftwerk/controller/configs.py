@@ -37,7 +37,7 @@ from kraftwerk.controller.errors import ApiError
 from kraftwerk.controller.responses import alter_error_body
 from kraftwerk.controller.topics import topic_name_error
 from kraftwerk.image.audit import reports_static_configs
-from kraftwerk.image.model import ConfigResource, MetadataImage, TopicsImage
+from kraftwerk.image.model import ConfigResource, MetadataImage
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.protocol.messages import as_body
@@ -475,14 +475,7 @@ class ConfigurationControlManager:
     def pending_image(self) -> MetadataImage:
         """The committed image with the in-flight config changes applied (what the next change and
         KIP-1294's audit of a metadata.version change are judged against)."""
-        image = self._c.image
-        deleting = self._c.topics.deleting
-        if deleting:  # a topic being deleted takes no more config changes (UNKNOWN_TOPIC_OR_PARTITION)
-            by_name, by_id = image.topics.by_name, image.topics.by_id
-            for topic_id, name in deleting.items():
-                if topic_id in by_id:
-                    by_name, by_id = by_name.delete(name), by_id.delete(topic_id)
-            image = replace(image, topics=TopicsImage(by_id, by_name))
+        image = self._c.topics.live_image()  # a topic being deleted takes no more config changes
         if not self.inflight:
             return image
         configs = image.configs

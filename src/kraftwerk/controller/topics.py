@@ -14,7 +14,7 @@ import random
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from kraftwerk.config import (
@@ -28,7 +28,13 @@ from kraftwerk.config import (
 from kraftwerk.controller.effects import AppendThenRespond, Body, Respond
 from kraftwerk.controller.errors import ApiError
 from kraftwerk.controller.responses import topics_error_body
-from kraftwerk.image.model import DIR_MIGRATING, DIR_UNASSIGNED, BrokerRegistration, MetadataImage
+from kraftwerk.image.model import (
+    DIR_MIGRATING,
+    DIR_UNASSIGNED,
+    BrokerRegistration,
+    MetadataImage,
+    TopicsImage,
+)
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.protocol.messages import as_body
@@ -539,6 +545,19 @@ class ReplicationControlManager:
 
     def on_leader_change(self) -> None:
         self.deleting.clear()
+
+    def live_image(self) -> MetadataImage:
+        """The committed image without the topics whose deletion is in flight: what partition
+        changes (fencing, AlterPartition) and config changes are judged on, so that no record for a
+        topic follows its RemoveTopicRecord."""
+        image = self._c.image
+        if not self.deleting:
+            return image
+        by_name, by_id = image.topics.by_name, image.topics.by_id
+        for topic_id, name in self.deleting.items():
+            if topic_id in by_id:
+                by_name, by_id = by_name.delete(name), by_id.delete(topic_id)
+        return replace(image, topics=TopicsImage(by_id, by_name))
 
     def _control(self) -> TopicControl:
         c = self._c
