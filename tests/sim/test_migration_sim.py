@@ -64,6 +64,7 @@ def test_each_invariant_fails_on_a_deliberate_bug(sabotage: MigrationSabotage, s
     # next one went INACTIVE for good (Kafka's behaviour) and accepted writes without any lag bound
     5,  # IncrementalAlterConfigs right after DeleteTopics left a config for the deleted topic in KRaft
     24,  # a controller elected before it could read /migration (ZooKeeper down) took writes without bound
+    202,  # a broker fenced right after DeleteTopics got a PartitionChangeRecord for the deleted topic
     37,  # a slow ZooKeeper charged every pipelined read a round trip (the simulator's own bug)
 ])
 def test_seeds_that_found_bugs(seed: int) -> None:
