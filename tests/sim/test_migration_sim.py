@@ -65,7 +65,6 @@ def test_each_invariant_fails_on_a_deliberate_bug(sabotage: MigrationSabotage, s
     5,  # IncrementalAlterConfigs right after DeleteTopics left a config for the deleted topic in KRaft
     24,  # a controller elected before it could read /migration (ZooKeeper down) took writes without bound
     202,  # a broker fenced right after DeleteTopics got a PartitionChangeRecord for the deleted topic
-    37,  # a slow ZooKeeper charged every pipelined read a round trip (the simulator's own bug)
 ])
 def test_seeds_that_found_bugs(seed: int) -> None:
     result = run_migration(MigrationConfig(seed=seed))

@@ -122,6 +122,8 @@ def test_faults_unreachable_expired_and_slow() -> None:
     c.get("/e")
     c.exists("/e")
     assert c.spent_ms == 80
+    pending = [c.get_async("/e") for _ in range(600)]  # pipelined: one round trip per 500
+    assert c.spent_ms == 160 and all(r.get()[0] == b"" for r in pending)
     zk.reachable = False
     with pytest.raises(ConnectionLoss):
         c.get("/e")

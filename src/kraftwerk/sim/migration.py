@@ -21,7 +21,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from kraftwerk.broker.zk_broker import MigratingZkBrokerLifecycle
@@ -107,15 +107,6 @@ class MigrationSim(LifecycleSim):
         self.stats = Counter(self.stats)
         self.crash_on_migration = self.rng.random() < 0.4
         self._check_zk_brokers()
-
-    @property
-    def config(self) -> Any:
-        return self._config
-
-    @config.setter
-    def config(self, value: LifecycleConfig) -> None:
-        """The lifecycle base sees its config; the migration host reads the sabotage from ours."""
-        self._config = _Both(value, self.mconfig)
 
     def _make_machine(self, nid: int, raft: RaftNode) -> MigrationHost:
         n = self.cluster.nodes[nid] if hasattr(self, "cluster") else None
@@ -348,19 +339,6 @@ class MigrationSim(LifecycleSim):
             reader.stop()
         self.mchecker.check_fencing()
         self.converged_at = self.now
-
-
-@dataclass(frozen=True, slots=True)
-class _Both:
-    """The lifecycle config the base class reads, with the migration config's sabotage."""
-
-    base: LifecycleConfig
-    migration: MigrationConfig
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "sabotage":
-            return self.migration.sabotage
-        return getattr(self.base, name)
 
 
 def run_migration(config: MigrationConfig) -> MigrationResult:

@@ -59,7 +59,7 @@ class SimMigrationZk(MigrationZk):
     def client(self) -> Any:
         if self.session is None:
             sim = self.host.sim
-            unchecked = sim.config.sabotage is MigrationSabotage.SKIP_EPOCH_CHECK
+            unchecked = sim.mconfig.sabotage is MigrationSabotage.SKIP_EPOCH_CHECK
             self.session = sim.zk.connect(self.host.nid * 1000 + self.host.incarnation,
                                           _UncheckedClient if unchecked else None)
         return self.session
@@ -83,7 +83,7 @@ class MigrationHost(SimNodeHost):
         self.zk = SimMigrationZk(self)
         self.zk_busy = False
         driver = self.driver
-        if driver is not None and sim.config.sabotage is MigrationSabotage.IGNORE_LAG_BOUND:
+        if driver is not None and sim.mconfig.sabotage is MigrationSabotage.IGNORE_LAG_BOUND:
             driver.max_lag_ms = 1 << 40
 
     @property
