@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from kraftwerk.cli.sim_migration_cmd import register_migration
+from kraftwerk.cli.sim_cmd import register_migration
 from kraftwerk.image.model import TopicsImage
 from kraftwerk.sim.checker import InvariantViolation
 from kraftwerk.sim.migration import MigrationSim, run_migration, run_migration_seeds

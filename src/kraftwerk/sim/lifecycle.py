@@ -61,6 +61,7 @@ from kraftwerk.sim.lifecycle_types import (
     LifecycleResult,
     Mix,
     UpdateOutcome,
+    play_seeds,
 )
 from kraftwerk.sim.lifecycle_workload import (
     CONFIGS_LADDER,
@@ -636,22 +637,10 @@ def run_lifecycle_seeds(
     mixes: Sequence[Mix] | None = None,
     keep_going: bool = False,
     progress: Callable[[LifecycleResult], None] | None = None,
-) -> BatchSummary:
+) -> BatchSummary[LifecycleResult]:
     """Seeds ``start .. start+count-1``; with several ``mixes`` seed ``s`` plays ``mixes[s % n]``."""
-    summary = BatchSummary()
-    began = time.perf_counter()
-    for seed in range(start, start + count):
-        cfg = replace(base, seed=seed, mix=mixes[seed % len(mixes)]) if mixes else replace(base, seed=seed)
-        result = run_lifecycle(cfg)
-        summary.seeds += 1
-        summary.events += result.events
-        for k, v in result.stats.items():
-            summary.stats[k] = summary.stats.get(k, 0) + v
-        if progress is not None:
-            progress(result)
-        if not result.ok:
-            summary.failures.append(result)
-            if not keep_going:
-                break
-    summary.seconds = time.perf_counter() - began
-    return summary
+    configs = (
+        replace(base, seed=seed, mix=mixes[seed % len(mixes)]) if mixes else replace(base, seed=seed)
+        for seed in range(start, start + count)
+    )
+    return play_seeds(configs, run_lifecycle, keep_going=keep_going, progress=progress)

@@ -62,12 +62,14 @@ from kraftwerk.sim.lifecycle_types import (
     CLIENT_DEADLINE_MS,
     CLIENT_ID,
     TICK_MS,
+    BatchSummary,
     LifecycleConfig,
     Mix,
+    play_seeds,
 )
 from kraftwerk.sim.migration_checker import CONVERGENCE_INVARIANT, MigrationChecker
 from kraftwerk.sim.migration_host import MigrationHost
-from kraftwerk.sim.migration_types import MigrationBatch, MigrationConfig, MigrationResult
+from kraftwerk.sim.migration_types import MigrationConfig, MigrationResult
 from kraftwerk.sim.zookeeper import SimZkClient, SimZooKeeper
 
 RELEASE = "3.9"
@@ -368,20 +370,7 @@ def run_migration(config: MigrationConfig) -> MigrationResult:
 
 
 def run_migration_seeds(base: MigrationConfig, start: int, count: int, *, keep_going: bool = False,
-                        progress: Callable[[MigrationResult], None] | None = None) -> MigrationBatch:
-    batch = MigrationBatch()
-    began = time.perf_counter()
-    for seed in range(start, start + count):
-        result = run_migration(replace(base, seed=seed))
-        batch.seeds += 1
-        batch.events += result.events
-        for k, v in result.stats.items():
-            batch.stats[k] = batch.stats.get(k, 0) + v
-        if progress is not None:
-            progress(result)
-        if not result.ok:
-            batch.failures.append(result)
-            if not keep_going:
-                break
-    batch.seconds = time.perf_counter() - began
-    return batch
+                        progress: Callable[[MigrationResult], None] | None = None
+                        ) -> BatchSummary[MigrationResult]:
+    configs = (replace(base, seed=seed) for seed in range(start, start + count))
+    return play_seeds(configs, run_migration, keep_going=keep_going, progress=progress)

@@ -85,16 +85,3 @@ class MigrationResult:
             *(f"  {t}" for t in self.trace_tail),
         ]
         return "\n".join(lines)
-
-
-@dataclass
-class MigrationBatch:
-    seeds: int = 0
-    failures: list[MigrationResult] = field(default_factory=list)
-    events: int = 0
-    seconds: float = 0.0
-    stats: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def seeds_per_second(self) -> float:
-        return self.seeds / self.seconds if self.seconds else 0.0
