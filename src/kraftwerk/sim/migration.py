@@ -67,7 +67,11 @@ from kraftwerk.sim.lifecycle_types import (
     Mix,
     play_seeds,
 )
-from kraftwerk.sim.migration_checker import CONVERGENCE_INVARIANT, MigrationChecker
+from kraftwerk.sim.migration_checker import (
+    CONVERGENCE_INVARIANT,
+    WRITES_RESUME_INVARIANT,
+    MigrationChecker,
+)
 from kraftwerk.sim.migration_host import MigrationHost
 from kraftwerk.sim.migration_types import MigrationConfig, MigrationResult
 from kraftwerk.sim.zookeeper import SimZkClient, SimZooKeeper
@@ -80,7 +84,6 @@ ZK_CONTROLLER_EPOCH = 5
 FAULTS = ("zk_outage", "zk_expire", "zk_slow", "leader_crash", "leader_isolate", "leader_pause",
           "broker_restart")
 ZK_BROKER_CHECK_MS = 500
-CONVERGENCE_INVARIANT_WRITES = "writes resume after ZooKeeper returns"
 
 
 class MigrationSim(LifecycleSim):
@@ -330,7 +333,7 @@ class MigrationSim(LifecycleSim):
         while not done and self.now < deadline:
             self.run_until(self.now + TICK_MS)
         if not done:
-            raise InvariantViolation(CONVERGENCE_INVARIANT_WRITES, "a CreateTopics after the heal was not "
+            raise InvariantViolation(WRITES_RESUME_INVARIANT, "a CreateTopics after the heal was not "
                                      "accepted within the client's deadline")
         m = self._wait_zk_caught_up("after a write")
         assert m.controller is not None and m.controller.image.metadata_version is not None

@@ -44,6 +44,7 @@ FORWARD_INVARIANT = "migration state only moves forward"
 FENCING_INVARIANT = "controller epoch fencing"
 CONVERGENCE_INVARIANT = "ZooKeeper and KRaft converge"
 MISSING_INVARIANT = "no committed change missing from ZooKeeper"
+WRITES_RESUME_INVARIANT = "writes resume after ZooKeeper returns"
 
 CLIENT_RECORDS = frozenset({"TopicRecord", "RemoveTopicRecord", "ConfigRecord", "AccessControlEntryRecord",
                             "RemoveAccessControlEntryRecord"})
