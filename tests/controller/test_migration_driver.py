@@ -241,9 +241,12 @@ def test_an_inactive_controller_remembers_a_bounded_window() -> None:
         d.publish(image(ZkMigrationState.MIGRATION), offset, 5, offset * 100)
     assert len(d._waiting) <= 32  # 3 s of batches, not all of them
     d.on_leader_change(2, 6)
+    assert d.writes_blocked(10_000)  # before /migration is read: what it forgot may be missing
     d.poll(10_000)
     d.recovered(ZkMigrationLeadership(1, 5, 10, 5, 1, 7, 7))  # far behind what it still remembers
     assert d.writes_blocked(10_000)
+    d.recovered(ZkMigrationLeadership(1, 5, 99, 5, 1, 7, 7))  # ZooKeeper holds everything
+    assert not d.writes_blocked(10_000)
 
 
 def test_losing_leadership_goes_inactive_and_refused_claim_retries() -> None:

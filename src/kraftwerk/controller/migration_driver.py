@@ -220,6 +220,8 @@ class MigrationDriver:
     def on_leader_change(self, leader_id: int | None, epoch: int) -> None:
         """Raft's leader changed: the active controller starts over at WAIT_FOR_CONTROLLER_QUORUM."""
         self.kraft_leader = (leader_id, epoch)
+        if leader_id == self.node_id:
+            self._restore_dropped()  # until /migration is read, assume ZooKeeper lacks it
         if self.state is S.UNINITIALIZED:
             return  # recovered() applies it
         self._in_flight = None
@@ -502,8 +504,8 @@ class MigrationDriver:
         return self.state is not S.INACTIVE
 
     def _restore_dropped(self) -> None:
-        """After reading ``/migration``: the newest batch forgotten past the horizon that ZooKeeper
-        lacks puts the lag past the bound at once."""
+        """On becoming active, and after reading ``/migration``: the newest batch forgotten past the
+        horizon that ZooKeeper (as far as we know) lacks puts the lag past the bound at once."""
         dropped = self._dropped
         if dropped is not None and dropped[0] > self.leadership.kraft_metadata_offset:
             self._waiting.appendleft(dropped)
