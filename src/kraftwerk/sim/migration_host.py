@@ -42,6 +42,8 @@ class _UncheckedTransaction(SimTransaction):
 
 
 class _UncheckedClient(SimZkClient):
+    """Sabotage: a session whose transactions drop their version checks."""
+
     def transaction(self) -> SimTransaction:
         return _UncheckedTransaction(self)
 
@@ -114,7 +116,7 @@ class MigrationHost(SimNodeHost):
             return
         self.zk_busy = True
         latency = sim.zk.latency_ms
-        if latency:  # the requests reach ZooKeeper one trip later (the process may be gone by then)
+        if latency:  # the requests reach ZooKeeper one trip later (unsent if the process crashed meanwhile)
             sim.at(sim.now + latency, lambda: self._when_running(lambda: self._issue(driver, action)))
         else:
             self._issue(driver, action)
