@@ -444,8 +444,7 @@ class MigrationDriver:
                 # only missed /migration's update (the active controller failed before writing it):
                 # take ZooKeeper over and reconcile it in full (see docs/compatibility.md).
                 log.warning("[KRaftMigrationDriver id=%d] KRaft controller indicates an active migration, "
-                            "but "
-                            "the ZK state does not: reconciling ZooKeeper with the metadata log.",
+                            "but the ZK state does not: reconciling ZooKeeper with the metadata log.",
                             self.node_id)
                 self.transition_to(S.BECOME_CONTROLLER)
             else:
