@@ -19,6 +19,7 @@ from kazoo.client import KazooClient
 from kraftwerk.controller.migration_driver import MigrateMetadata
 from kraftwerk.migration.reader import connect, read_tree
 from kraftwerk.migration.state import parse_cluster
+from kraftwerk.node import migration_zk
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import decode_metadata_record
 from kraftwerk.runtime import migration_io
@@ -259,7 +260,7 @@ def test_after_a_controller_failover_the_new_one_claims_zookeeper_and_dual_write
 def test_the_copy_is_appended_in_batches_inside_one_transaction(
         migrated: tuple[LocalCluster, ZooKeeperServer], monkeypatch: pytest.MonkeyPatch) -> None:
     _, zookeeper = migrated
-    monkeypatch.setattr(migration_io, "RECORDS_PER_BATCH", 4)
+    monkeypatch.setattr(migration_zk, "RECORDS_PER_BATCH", 4)
     zk = migration_io.ZkMigrationClient(zookeeper.connect_string, node_id=1, cluster_id=CLUSTER_ID,
                                         timeout_s=5)
     try:

@@ -11,6 +11,7 @@ import pytest
 
 from kraftwerk.config import ConfigResourceType
 from kraftwerk.controller import QuorumController
+from kraftwerk.controller.effects import AppendThenRespond, Respond
 from kraftwerk.controller.quorum import default_bootstrap_records
 from kraftwerk.image.model import ConfigResource
 from kraftwerk.protocol.error_codes import Errors
@@ -264,3 +265,41 @@ def test_kip_1294_rule_at_4_4_iv1_on_alter_and_create() -> None:
     assert code == Errors.INVALID_CONFIG.code and str(message).endswith("(since metadata.version 4.4-IV1)")
     assert "segment.bytes" not in _configs(ctl, TOPIC, "t")
     assert _incremental(log, ctl, TOPIC, "t", ("segment.bytes", 0, "4194304")) == (0, None)
+
+
+def test_a_topic_whose_deletion_is_in_flight_takes_no_config_change() -> None:
+    """Found by the migration simulation: IncrementalAlterConfigs right after DeleteTopics (appended,
+    not committed yet) was judged on the committed image, so a ConfigRecord for the deleted topic
+    committed after its RemoveTopicRecord and the image kept a config for a topic that is gone.
+    Kafka's controller judges its uncommitted state: the topic is unknown."""
+    log, ctl = _cluster()
+    delete = ctl.handle_request(20, 6, {"topics": [{"name": "t", "topicId": None}], "timeoutMs": 1}, 0,
+                                next_offset=log.end)
+    assert isinstance(delete, AppendThenRespond)  # appended, not committed
+    body = {"resources": [{"resourceType": TOPIC, "resourceName": "t",
+                           "configs": [{"name": "retention.ms", "configOperation": 0, "value": "1"}]}],
+            "validateOnly": False}
+    refused = ctl.handle_request(44, 1, body, 0, next_offset=log.end + len(delete.records))
+    assert isinstance(refused, Respond)
+    assert refused.body["responses"][0]["errorCode"] == Errors.UNKNOWN_TOPIC_OR_PARTITION.code
+    log.append(delete.records)
+    assert "t" not in ctl.image.topics.by_name and not ctl.topics.deleting
+
+
+def test_fencing_a_broker_changes_no_partition_of_a_topic_whose_deletion_is_in_flight() -> None:
+    """Found by the migration simulation (seed 202): a broker fenced right after DeleteTopics was
+    appended got a PartitionChangeRecord for the deleted topic's partition, committed after its
+    RemoveTopicRecord: every node's replay failed (no topic with that id)."""
+    log, ctl = _cluster()
+    delete = ctl.handle_request(20, 6, {"topics": [{"name": "t", "topicId": None}], "timeoutMs": 1}, 0,
+                                next_offset=log.end)
+    assert isinstance(delete, AppendThenRespond)
+    b = ctl.image.cluster.brokers[2]
+    beat = {"brokerId": 2, "brokerEpoch": b.epoch, "currentMetadataOffset": log.end, "wantFence": True,
+            "wantShutDown": False}
+    fence = ctl.handle_request(63, 1, beat, 0, next_offset=log.end + len(delete.records))
+    assert isinstance(fence, AppendThenRespond)
+    assert "PartitionChangeRecord" not in [r.spec.name for r in fence.records]
+    log.append(delete.records)
+    log.append(fence.records)
+    assert ctl.image.cluster.brokers[2].fenced and "t" not in ctl.image.topics.by_name

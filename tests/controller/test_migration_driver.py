@@ -203,6 +203,74 @@ def test_restarted_controller_skips_the_copy() -> None:
     assert d.state is S.SYNC_KRAFT_TO_ZK and isinstance(sync, WriteToZk) and sync.full
 
 
+def test_a_copy_committed_before_migration_was_written_is_reconciled_not_copied_again() -> None:
+    """Found by the migration simulation: the active controller failed after the copy committed but
+    before ZooKeeper's /migration was written. Kafka's driver stops for good (INACTIVE) there; the
+    next active controller takes ZooKeeper over and reconciles it in full instead, without a second
+    copy."""
+    d = MigrationDriver(2, max_lag_ms=1000)
+    d.voters = (1, 2, 3)
+    d.on_leader_change(2, 9)
+    d.poll(0)
+    d.recovered(ZkMigrationLeadership(migration_zk_version=0))  # /migration never written
+    d.publish(image(ZkMigrationState.MIGRATION), 60, 9, 0)
+    d.poll(0)
+    assert d.state is S.BECOME_CONTROLLER
+    assert isinstance(d.poll(0), ClaimZkController)
+    d.claimed(ZkMigrationLeadership(2, 9, -1, -1, 0, 8, 8))
+    sync = d.poll(0)
+    assert d.state is S.SYNC_KRAFT_TO_ZK and isinstance(sync, WriteToZk) and sync.full and sync.offset == 60
+
+
+def test_a_new_active_controller_counts_the_lag_from_batches_its_predecessor_committed() -> None:
+    """Found by the migration simulation: a controller that became active while ZooKeeper was down
+    accepted writes without bound (the lag clock only ran in dual write, and only on the controller
+    that had appended the batches)."""
+    d = MigrationDriver(2, max_lag_ms=1000)
+    d.voters = (1, 2, 3)
+    d.on_leader_change(1, 5)
+    d.poll(0)
+    d.recovered(ZkMigrationLeadership(1, 5, 20, 5, 1, 7, 7))
+    for offset, at in ((20, 500), (21, 1000), (22, 1500)):  # replayed as a follower
+        d.publish(image(ZkMigrationState.MIGRATION), offset, 5, at)
+    assert not d.writes_blocked(5000)  # inactive: it refuses nothing
+    d.on_leader_change(2, 6)
+    assert isinstance(d.poll(2000), RecoverMigrationState)
+    d.recovered(ZkMigrationLeadership(1, 5, 20, 5, 1, 7, 7))  # ZooKeeper holds up to 20
+    assert d.zk_lag_ms(2000) == 1000 and not d.writes_blocked(2000)
+    assert d.state is S.WAIT_FOR_CONTROLLER_QUORUM and d.writes_blocked(2001)
+
+
+def test_an_active_controller_that_could_not_read_migration_yet_takes_no_writes_past_the_bound() -> None:
+    """Found by the migration simulation (seed 24): a restarted controller elected while ZooKeeper
+    was unreachable stayed UNINITIALIZED and accepted writes without bound."""
+    d = MigrationDriver(2, max_lag_ms=1000)
+    d.publish(image(ZkMigrationState.MIGRATION), 30, 5, 500)  # replayed at start-up
+    d.on_leader_change(2, 6)
+    assert isinstance(d.poll(600), RecoverMigrationState)
+    d.zk_failed(RecoverMigrationState(), "ConnectionLoss", 600)
+    assert d.state is S.UNINITIALIZED and not d.writes_blocked(1500) and d.writes_blocked(1501)
+    d.on_leader_change(1, 7)
+    assert not d.writes_blocked(1600)  # not the active controller any more
+
+
+def test_an_inactive_controller_remembers_a_bounded_window() -> None:
+    d = MigrationDriver(2, max_lag_ms=1000)
+    d.poll(0)
+    d.recovered(ZkMigrationLeadership())
+    d.on_leader_change(1, 5)
+    for offset in range(100):
+        d.publish(image(ZkMigrationState.MIGRATION), offset, 5, offset * 100)
+    assert len(d._waiting) <= 32  # 3 s of batches, not all of them
+    d.on_leader_change(2, 6)
+    assert d.writes_blocked(10_000)  # before /migration is read: what it forgot may be missing
+    d.poll(10_000)
+    d.recovered(ZkMigrationLeadership(1, 5, 10, 5, 1, 7, 7))  # far behind what it still remembers
+    assert d.writes_blocked(10_000)
+    d.recovered(ZkMigrationLeadership(1, 5, 99, 5, 1, 7, 7))  # ZooKeeper holds everything
+    assert not d.writes_blocked(10_000)
+
+
 def test_losing_leadership_goes_inactive_and_refused_claim_retries() -> None:
     d = MigrationDriver(1, max_lag_ms=1000)
     run_to_dual_write(d)

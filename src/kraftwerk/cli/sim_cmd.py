@@ -1,23 +1,28 @@
-"""``kraftwerk sim raft|lifecycle``: run seeded simulations and fail on any invariant violation."""
+"""``kraftwerk sim raft|lifecycle|migration``: run seeded simulations and fail on any invariant violation."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kraftwerk.cli.args import non_negative_int, positive_int
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.sim.lifecycle import run_lifecycle_seeds
-from kraftwerk.sim.lifecycle_types import ALL_MIXES, LifecycleConfig, Mix
+from kraftwerk.sim.lifecycle_types import ALL_MIXES, BatchSummary, LifecycleConfig, Mix
+from kraftwerk.sim.migration import run_migration_seeds
+from kraftwerk.sim.migration_types import MigrationConfig
 from kraftwerk.sim.runner import Scenario, SeedResult, SimConfig, run_seed
 
 
 def register(groups: Any) -> None:
     parser = groups.add_parser(
-        "sim", help="deterministic simulations: the KRaft quorum, the metadata.version lifecycle")
+        "sim", help="deterministic simulations: the KRaft quorum, the metadata.version lifecycle, the "
+        "ZooKeeper migration")
     parser.set_defaults(default_log_level="CRITICAL")
     commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
     raft = commands.add_parser(
@@ -50,6 +55,7 @@ def register(groups: Any) -> None:
     add_output_flag(raft)
     raft.set_defaults(func=_raft)
     register_lifecycle(commands)
+    register_migration(commands)
 
 
 def _raft(args: argparse.Namespace) -> int:
@@ -160,37 +166,12 @@ def _lifecycle(args: argparse.Namespace) -> int:
     base = LifecycleConfig(
         voters=args.voters, brokers=args.brokers, events=args.events, wire=not args.no_wire
     )
-    bar: Any = None
-    task: Any = None
-    if args.output == "text" and sys.stdout.isatty():
-        from rich.progress import Progress
-
-        bar = Progress(transient=True)
-        bar.start()
-        task = bar.add_task("lifecycle sim", total=args.seeds)
-    try:
+    with seed_progress(args, "lifecycle sim") as progress:
         summary = run_lifecycle_seeds(
-            base,
-            args.start,
-            args.seeds,
-            mixes=mixes,
-            keep_going=args.keep_going,
-            progress=(lambda _r: bar.advance(task)) if bar is not None else None,
+            base, args.start, args.seeds, mixes=mixes, keep_going=args.keep_going, progress=progress
         )
-    finally:
-        if bar is not None:
-            bar.stop()
     if args.output == "json":
-        print_json(
-            {
-                "seeds": summary.seeds,
-                "failures": [f.to_json() for f in summary.failures],
-                "events": summary.events,
-                "seconds": round(summary.seconds, 3),
-                "seeds_per_second": round(summary.seeds_per_second, 2),
-                "stats": summary.stats,
-            }
-        )
+        print_summary_json(summary)
     else:
         for f in summary.failures:
             print(f.report())
@@ -207,3 +188,82 @@ def _lifecycle(args: argparse.Namespace) -> int:
         for f in summary.failures:
             print(f"failing seed {f.config.seed}: replay with: {f.config.replay_command()}")
     return 1 if summary.failures else 0
+
+
+def register_migration(commands: Any) -> None:
+    """Add ``migration`` to the ``kraftwerk sim`` sub-commands."""
+    p = commands.add_parser(
+        "migration",
+        help="run seeded KIP-866 ZooKeeper migrations under faults and check their invariants",
+        description="Run COUNT seeds starting at SEED: three KRaft controllers in migration mode and "
+        "migrating ZooKeeper brokers take over an in-memory ZooKeeper holding a 3.9 cluster's tree, copy it "
+        "and dual-write while clients create and delete topics, alter configs and create ACLs, ZooKeeper "
+        "goes away, expires sessions or slows down, and the active controller crashes, pauses or is "
+        "isolated. Once the faults heal ZooKeeper must hold what KRaft committed; no write may be accepted "
+        "while ZooKeeper lags past the bound; the copy happens once; a fenced controller's write never "
+        "lands. Exits 1 on a violation, printing the seed, the event trace tail and the command that "
+        "replays it.",
+    )
+    p.add_argument("--brokers", type=positive_int, default=2, help="number of ZooKeeper brokers (default 2)")
+    p.add_argument("--seeds", type=positive_int, default=100, metavar="COUNT",
+                   help="how many seeds (default 100)")
+    p.add_argument("--start", type=non_negative_int, default=0, metavar="SEED", help="first seed (default 0)")
+    p.add_argument("--events", type=non_negative_int, default=8, help="fault events per seed (default 8)")
+    p.add_argument("--max-lag-ms", type=positive_int, default=2000,
+                   help="zookeeper.metadata.migration.max.lag.ms on the controllers (default 2000)")
+    p.add_argument("--no-wire", action="store_true", help="pass bodies without encoding them (faster)")
+    p.add_argument("--keep-going", action="store_true", help="run every seed even after a failure")
+    add_output_flag(p)
+    p.set_defaults(func=_migration)
+
+
+def _migration(args: argparse.Namespace) -> int:
+    base = MigrationConfig(brokers=args.brokers, events=args.events, max_lag_ms=args.max_lag_ms,
+                           wire=not args.no_wire)
+    with seed_progress(args, "migration sim") as progress:
+        summary = run_migration_seeds(base, args.start, args.seeds, keep_going=args.keep_going,
+                                      progress=progress)
+    if args.output == "json":
+        print_summary_json(summary)
+    else:
+        for f in summary.failures:
+            print(f.report())
+        s = summary.stats
+        print(
+            f"{'FAILED' if summary.failures else 'OK'}: {summary.seeds} seeds (3 controllers, {args.brokers} "
+            f"ZooKeeper brokers), {summary.events} events in {summary.seconds:.1f} s "
+            f"({summary.seeds_per_second:.1f} seeds/s); {s.get('writes_ok', 0)} metadata writes accepted, "
+            f"{s.get('writes_refused_for_lag', 0)} refused for ZooKeeper's lag, {s.get('zk_fenced', 0)} "
+            f"fenced ZooKeeper writes, {s.get('crashes_during_migration', 0)} crashes during the copy"
+        )
+        for f in summary.failures:
+            print(f"failing seed {f.config.seed}: replay with: {f.config.replay_command()}")
+    return 1 if summary.failures else 0
+
+
+@contextlib.contextmanager
+def seed_progress(args: argparse.Namespace, label: str) -> Iterator[Callable[[Any], None] | None]:
+    """A rich progress bar over ``args.seeds`` on a terminal in text mode: the per-seed callback."""
+    if args.output != "text" or not sys.stdout.isatty():
+        yield None
+        return
+    from rich.progress import Progress
+
+    bar = Progress(transient=True)
+    bar.start()
+    task = bar.add_task(label, total=args.seeds)
+    try:
+        yield lambda _result: bar.advance(task)
+    finally:
+        bar.stop()
+
+
+def print_summary_json(summary: BatchSummary[Any]) -> None:
+    print_json({
+        "seeds": summary.seeds,
+        "failures": [f.to_json() for f in summary.failures],
+        "events": summary.events,
+        "seconds": round(summary.seconds, 3),
+        "seeds_per_second": round(summary.seeds_per_second, 2),
+        "stats": summary.stats,
+    })

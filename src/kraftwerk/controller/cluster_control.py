@@ -103,7 +103,7 @@ class ClusterControlManager:
                 timed_out.add(broker_id)
                 self._fencing.add(broker_id)
         if timed_out:
-            out.extend(pc.on_brokers_fenced(self._c.image, self._mv(), timed_out))
+            out.extend(pc.on_brokers_fenced(self._c.topics.live_image(), self._mv(), timed_out))
         out.extend(self._self_registration())
         return out
 
@@ -403,14 +403,14 @@ class ClusterControlManager:
             # (Kafka's SHUTDOWN_NOW when the broker leads nothing): fence it and let it go.
             if not fenced:
                 records.append(self._fence_record(broker, in_controlled_shutdown=True))
-                records.extend(pc.on_brokers_fenced(self._c.image, self._mv(), {broker_id}))
+                records.extend(pc.on_brokers_fenced(self._c.topics.live_image(), self._mv(), {broker_id}))
                 self._fencing.add(broker_id)
             fenced = True
             should_shutdown = True
         elif want_fence:
             if not fenced:
                 records.append(self._fence_record(broker, in_controlled_shutdown=False))
-                records.extend(pc.on_brokers_fenced(self._c.image, self._mv(), {broker_id}))
+                records.extend(pc.on_brokers_fenced(self._c.topics.live_image(), self._mv(), {broker_id}))
                 self._fencing.add(broker_id)
             fenced = True
         elif fenced and caught_up:
@@ -422,7 +422,7 @@ class ClusterControlManager:
                 register_offset,
             )
             records.append(self._unfence_record(broker))
-            records.extend(pc.on_broker_unfenced(self._c.image, self._mv(), broker_id))
+            records.extend(pc.on_broker_unfenced(self._c.topics.live_image(), self._mv(), broker_id))
             fenced = False
         response = {
             "throttleTimeMs": 0,

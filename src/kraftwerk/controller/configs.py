@@ -475,7 +475,7 @@ class ConfigurationControlManager:
     def pending_image(self) -> MetadataImage:
         """The committed image with the in-flight config changes applied (what the next change and
         KIP-1294's audit of a metadata.version change are judged against)."""
-        image = self._c.image
+        image = self._c.topics.live_image()  # a topic being deleted takes no more config changes
         if not self.inflight:
             return image
         configs = image.configs

@@ -181,8 +181,11 @@ class MigrationDriver:
         self._retry_at_ms = 0
         self._failures = 0
         self._waiting: deque[tuple[int, int | None]] = deque()
-        """Committed batches ZooKeeper lacks: (last offset, append time); a batch without an append
-        time starts its clock at the next poll."""
+        """Committed batches ZooKeeper may lack, once the migration committed: (last offset, append
+        time); a batch without an append time starts its clock at the next poll. Kept on every
+        controller, so that a new active controller knows how long ZooKeeper has been behind; an
+        inactive one keeps only :meth:`_horizon_ms` of them (and the newest it dropped)."""
+        self._dropped: tuple[int, int | None] | None = None
         self._blocked_since_ms: int | None = None
         self._blocked_total_ms = 0
         self.last_error: str | None = None
@@ -220,6 +223,8 @@ class MigrationDriver:
     def on_leader_change(self, leader_id: int | None, epoch: int) -> None:
         """Raft's leader changed: the active controller starts over at WAIT_FOR_CONTROLLER_QUORUM."""
         self.kraft_leader = (leader_id, epoch)
+        if leader_id == self.node_id:
+            self._restore_dropped()  # until /migration is read, assume ZooKeeper lacks it
         if self.state is S.UNINITIALIZED:
             return  # recovered() applies it
         self._in_flight = None
@@ -238,7 +243,6 @@ class MigrationDriver:
             self._zk_image = None
             self._sent_image = None
             self.broker_requests.clear()
-            self._waiting.clear()
             self._end_blocking(None)
 
     def publish(self, image: MetadataImage, offset: int, epoch: int, append_time_ms: int) -> None:
@@ -247,8 +251,11 @@ class MigrationDriver:
         if image.metadata_version is None:
             return  # an empty log's image (before the bootstrap records commit) says nothing yet
         self._published = _Published(image, offset, epoch)
-        if self.state in DUAL_WRITE_STATES and offset > self.leadership.kraft_metadata_offset:
+        migrated = image.features.zk_migration_state is ZkMigrationState.MIGRATION
+        if migrated and offset > self.leadership.kraft_metadata_offset:
             self._waiting.append((offset, append_time_ms if append_time_ms >= 0 else None))
+            if not self._active():
+                self._forget_old(append_time_ms)
 
     # ------------------------------------------------------------------ outcomes of actions
 
@@ -260,8 +267,10 @@ class MigrationDriver:
             self._recovery_due = False
             self.leadership = replace(leadership, kraft_controller_id=self.leadership.kraft_controller_id,
                                       kraft_controller_epoch=self.leadership.kraft_controller_epoch)
+            self._restore_dropped()
             return
         self.leadership = leadership
+        self._restore_dropped()
         log.info("[KRaftMigrationDriver id=%d] Initial migration of ZK metadata is %s.", self.node_id,
                  "done" if leadership.initial_migration_complete else "not done")
         self.transition_to(S.INACTIVE)
@@ -308,7 +317,11 @@ class MigrationDriver:
                      "a different KRaft leader", self.node_id)
             return
         self.leadership = leadership
-        self.transition_to(S.SYNC_KRAFT_TO_ZK if leadership.initial_migration_complete else S.ZK_MIGRATION)
+        published = self._published
+        copied = (published is not None
+                  and published.image.features.zk_migration_state is ZkMigrationState.MIGRATION)
+        self.transition_to(S.SYNC_KRAFT_TO_ZK if leadership.initial_migration_complete or copied
+                           else S.ZK_MIGRATION)
 
     def migrated(self, offset: int, epoch: int) -> None:
         """The migration transaction committed at ``offset`` (its last record) in ``epoch``."""
@@ -427,8 +440,13 @@ class MigrationDriver:
                             "begin the migration. Not ready due to:%s", self.node_id, reason)
         elif zk_state is ZkMigrationState.MIGRATION:
             if not self.leadership.initial_migration_complete:
-                log.error("KRaft controller indicates an active migration, but the ZK state does not.")
-                self.transition_to(S.INACTIVE)
+                # Kafka stops here (INACTIVE for good). The copy is committed in the log, so ZooKeeper
+                # only missed /migration's update (the active controller failed before writing it):
+                # take ZooKeeper over and reconcile it in full (see docs/compatibility.md).
+                log.warning("[KRaftMigrationDriver id=%d] KRaft controller indicates an active migration, "
+                            "but the ZK state does not: reconciling ZooKeeper with the metadata log.",
+                            self.node_id)
+                self.transition_to(S.BECOME_CONTROLLER)
             else:
                 log.info("[KRaftMigrationDriver id=%d] Migration is in already progress, not waiting on ZK "
                          "brokers.", self.node_id)
@@ -453,7 +471,10 @@ class MigrationDriver:
     # ------------------------------------------------------------------ the lag bound
 
     def zk_lag_ms(self, now_ms: int) -> int:
-        """How long committed KRaft metadata has been waiting for ZooKeeper (0: caught up)."""
+        """How long committed KRaft metadata has been waiting for ZooKeeper (0: caught up, or not the
+        active controller)."""
+        if not self._active():
+            return 0
         since = self._waiting[0][1] if self._waiting else None
         return 0 if since is None else max(0, now_ms - since)
 
@@ -475,9 +496,12 @@ class MigrationDriver:
         return self._blocked_total_ms + max(0, current)
 
     def _update_blocking(self, now_ms: int) -> None:
+        if self.state not in (S.UNINITIALIZED, S.INACTIVE):
+            while self._waiting and self._waiting[0][0] <= self.leadership.kraft_metadata_offset:
+                self._waiting.popleft()
         if self._waiting and self._waiting[0][1] is None:
             self._waiting[0] = (self._waiting[0][0], now_ms)
-        over = self.state in DUAL_WRITE_STATES and self.zk_lag_ms(now_ms) > self.max_lag_ms
+        over = self.zk_lag_ms(now_ms) > self.max_lag_ms
         if over and self._blocked_since_ms is None:
             self._blocked_since_ms = now_ms
             log.warning("[KRaftMigrationDriver id=%d] ZooKeeper is %d ms behind KRaft (bound %d ms): "
@@ -485,6 +509,35 @@ class MigrationDriver:
                         self.max_lag_ms)
         elif not over:
             self._end_blocking(now_ms)
+
+    def _active(self) -> bool:
+        """Whether this is the active controller: past INACTIVE, or raft named it leader before
+        ``/migration`` could be read (it must not take writes without bound either)."""
+        if self.state is S.UNINITIALIZED:
+            return self.kraft_leader[0] == self.node_id
+        return self.state is not S.INACTIVE
+
+    def _restore_dropped(self) -> None:
+        """On becoming active, and after reading ``/migration``: the newest batch forgotten past the
+        horizon that ZooKeeper (as far as we know) lacks puts the lag past the bound at once."""
+        dropped = self._dropped
+        if dropped is not None and dropped[0] > self.leadership.kraft_metadata_offset:
+            self._waiting.appendleft(dropped)
+        self._dropped = None
+
+    def _horizon_ms(self) -> int:
+        """How far back an inactive controller remembers batches: past it, ZooKeeper lagging behind
+        the newest it dropped is over the bound anyway."""
+        return 2 * self.max_lag_ms + 1000
+
+    def _forget_old(self, now_ms: int) -> None:
+        if now_ms < 0:
+            return
+        while len(self._waiting) > 1:
+            since = self._waiting[0][1]
+            if since is None or since >= now_ms - self._horizon_ms():
+                break
+            self._dropped = self._waiting.popleft()
 
     def _end_blocking(self, now_ms: int | None) -> None:
         if self._blocked_since_ms is not None:

@@ -50,7 +50,7 @@ class PartitionControlManager:
 
     def alter_partition(self, request: Request) -> Respond | AppendThenRespond:
         body = cast(AlterPartitionRequest, request.body)
-        records, response = alter_partition(self._c.image, self._mv(), request.version, body)
+        records, response = alter_partition(self._c.topics.live_image(), self._mv(), request.version, body)
         return self._reply(request, records, response)
 
     @staticmethod

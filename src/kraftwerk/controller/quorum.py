@@ -238,6 +238,7 @@ class QuorumController:
             self.cluster.on_committed(record)
             self.features.on_committed(record)
             self.configs.on_committed(record)
+            self.topics.on_committed(record)
         if self.migration is not None and (records or last_offset is not None):
             last = last_offset if last_offset is not None else base_offset + len(records) - 1
             self.migration.voters = self.voters
@@ -267,6 +268,7 @@ class QuorumController:
         self._active = leader_id == self.node_id
         self.features.on_leader_change()
         self.configs.on_leader_change()
+        self.topics.on_leader_change()
         if self.migration is not None:
             self.migration.on_leader_change(leader_id, epoch)
         if not self._active:

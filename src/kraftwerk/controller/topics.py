@@ -14,7 +14,7 @@ import random
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from kraftwerk.config import (
@@ -28,7 +28,13 @@ from kraftwerk.config import (
 from kraftwerk.controller.effects import AppendThenRespond, Body, Respond
 from kraftwerk.controller.errors import ApiError
 from kraftwerk.controller.responses import topics_error_body
-from kraftwerk.image.model import DIR_MIGRATING, DIR_UNASSIGNED, BrokerRegistration, MetadataImage
+from kraftwerk.image.model import (
+    DIR_MIGRATING,
+    DIR_UNASSIGNED,
+    BrokerRegistration,
+    MetadataImage,
+    TopicsImage,
+)
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.protocol.messages import as_body
@@ -529,6 +535,29 @@ class ReplicationControlManager:
 
     def __init__(self, controller: QuorumController) -> None:
         self._c = controller
+        self.deleting: dict[uuid.UUID, str] = {}
+        """Topics whose RemoveTopicRecord this active controller appended and has not replayed yet:
+        gone for the next request, as in Kafka's controller, whose state includes what it appended."""
+
+    def on_committed(self, record: MetadataRecord) -> None:
+        if record.spec.name == "RemoveTopicRecord":
+            self.deleting.pop(record.value["topicId"], None)
+
+    def on_leader_change(self) -> None:
+        self.deleting.clear()
+
+    def live_image(self) -> MetadataImage:
+        """The committed image without the topics whose deletion is in flight: what partition
+        changes (fencing, AlterPartition) and config changes are judged on, so that no record for a
+        topic follows its RemoveTopicRecord."""
+        image = self._c.image
+        if not self.deleting:
+            return image
+        by_name, by_id = image.topics.by_name, image.topics.by_id
+        for topic_id, name in self.deleting.items():
+            if topic_id in by_id:
+                by_name, by_id = by_name.delete(name), by_id.delete(topic_id)
+        return replace(image, topics=TopicsImage(by_id, by_name))
 
     def _control(self) -> TopicControl:
         c = self._c
@@ -542,7 +571,12 @@ class ReplicationControlManager:
         return _reply(request, *self._control().create_topics(request.body))
 
     def delete_topics(self, request: Request) -> Respond | AppendThenRespond:
-        return _reply(request, *self._control().delete_topics(request.version, request.body))
+        records, response = self._control().delete_topics(request.version, request.body)
+        by_id = self._c.image.topics.by_id
+        for record in records:
+            if record.spec.name == "RemoveTopicRecord" and record.value["topicId"] in by_id:
+                self.deleting[record.value["topicId"]] = by_id[record.value["topicId"]].name
+        return _reply(request, records, response)
 
     def create_partitions(self, request: Request) -> Respond | AppendThenRespond:
         return _reply(request, *self._control().create_partitions(request.body))

@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kraftwerk.broker.node import BrokerNode
 from kraftwerk.controller.activation import default_bootstrap_records
 from kraftwerk.controller.effects import (
     WriteSnapshot,
@@ -60,6 +61,7 @@ from kraftwerk.sim.lifecycle_types import (
     LifecycleResult,
     Mix,
     UpdateOutcome,
+    play_seeds,
 )
 from kraftwerk.sim.lifecycle_workload import (
     CONFIGS_LADDER,
@@ -86,6 +88,11 @@ class LifecycleSim:
     """One seeded world of controllers and brokers; scripted scenarios drive it through
     ``at`` / ``update_features`` / ``crash`` / ``restart`` / ``isolate_leader`` / ``heal`` and
     ``run_until`` / ``run_until_converged``; :meth:`run` plays the config's mix."""
+
+    controller_configs: dict[str, str] = {}
+    """Every controller's extra ``controller.properties`` (the migration simulation's flags)."""
+    broker_class: type[BrokerNode] = BrokerNode
+    """What runs on an observer (the migration simulation's migrating ZooKeeper brokers)."""
 
     def __init__(self, config: LifecycleConfig, tables: ReferenceTables | None = None) -> None:
         self.config = config
@@ -630,22 +637,10 @@ def run_lifecycle_seeds(
     mixes: Sequence[Mix] | None = None,
     keep_going: bool = False,
     progress: Callable[[LifecycleResult], None] | None = None,
-) -> BatchSummary:
+) -> BatchSummary[LifecycleResult]:
     """Seeds ``start .. start+count-1``; with several ``mixes`` seed ``s`` plays ``mixes[s % n]``."""
-    summary = BatchSummary()
-    began = time.perf_counter()
-    for seed in range(start, start + count):
-        cfg = replace(base, seed=seed, mix=mixes[seed % len(mixes)]) if mixes else replace(base, seed=seed)
-        result = run_lifecycle(cfg)
-        summary.seeds += 1
-        summary.events += result.events
-        for k, v in result.stats.items():
-            summary.stats[k] = summary.stats.get(k, 0) + v
-        if progress is not None:
-            progress(result)
-        if not result.ok:
-            summary.failures.append(result)
-            if not keep_going:
-                break
-    summary.seconds = time.perf_counter() - began
-    return summary
+    configs = (
+        replace(base, seed=seed, mix=mixes[seed % len(mixes)]) if mixes else replace(base, seed=seed)
+        for seed in range(start, start + count)
+    )
+    return play_seeds(configs, run_lifecycle, keep_going=keep_going, progress=progress)

@@ -86,10 +86,10 @@ class SimNodeHost(NodeHost):
                 session_timeout_ms=SESSION_TIMEOUT_MS,
                 listeners=[Endpoint("CONTROLLER", f"node{nid}", 9093, 0)],
                 incarnation_id=incarnation_id,
-                static_configs=static,
+                static_configs={**static, **sim.controller_configs},
             )
         else:
-            broker = BrokerNode(
+            broker = sim.broker_class(
                 nid,
                 sim.cluster_id,
                 self.software,

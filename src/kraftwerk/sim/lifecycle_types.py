@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import enum
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from kraftwerk.versions.software import LATEST_RELEASE, known_releases
 
@@ -192,10 +194,25 @@ class LifecycleResult:
 
 
 
+class SeedOutcome(Protocol):
+    """What a batch of seeds adds up from each seed's result."""
+
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def events(self) -> int: ...
+    @property
+    def stats(self) -> dict[str, int]: ...
+
+
+R = TypeVar("R", bound=SeedOutcome)
+C = TypeVar("C")
+
+
 @dataclass(slots=True)
-class BatchSummary:
+class BatchSummary(Generic[R]):
     seeds: int = 0
-    failures: list[LifecycleResult] = field(default_factory=list)
+    failures: list[R] = field(default_factory=list)
     events: int = 0
     seconds: float = 0.0
     stats: dict[str, int] = field(default_factory=dict)
@@ -203,6 +220,28 @@ class BatchSummary:
     @property
     def seeds_per_second(self) -> float:
         return self.seeds / self.seconds if self.seconds else 0.0
+
+
+def play_seeds(configs: Iterable[C], run: Callable[[C], R], *, keep_going: bool = False,
+               progress: Callable[[R], None] | None = None) -> BatchSummary[R]:
+    """Run every config (one seed each), adding up events and stats; stop at the first failure
+    unless ``keep_going``."""
+    summary: BatchSummary[R] = BatchSummary()
+    began = time.perf_counter()
+    for config in configs:
+        result = run(config)
+        summary.seeds += 1
+        summary.events += result.events
+        for k, v in result.stats.items():
+            summary.stats[k] = summary.stats.get(k, 0) + v
+        if progress is not None:
+            progress(result)
+        if not result.ok:
+            summary.failures.append(result)
+            if not keep_going:
+                break
+    summary.seconds = time.perf_counter() - began
+    return summary
 
 
 ALL_MIXES = (Mix.RANDOM, Mix.ROLLING, Mix.DOWNGRADE, Mix.FAILOVER)
