@@ -114,8 +114,7 @@ class MigrationZk:
 
     def broker_ids(self) -> frozenset[int]:
         """Brokers registered in ZooKeeper and, when there are any, brokers named by topic assignments
-        (Kafka reads both). No registered broker: nothing to wait for (Kafka waits; see
-        docs/compatibility.md)."""
+        (Kafka reads both). An empty set keeps the driver in WAIT_FOR_BROKERS, as Kafka's does."""
         c = self.client()
         ids = {int(b) for b in c.get_children("/brokers/ids")} if c.exists("/brokers/ids") else set()
         if ids and c.exists("/brokers/topics"):
