@@ -728,3 +728,29 @@ def test_a_leader_resigning_for_shutdown_hands_over_before_the_fetch_timeout() -
             stood = t
             break
     assert stood is not None, "the follower waited out its fetch timeout"
+
+
+def test_a_resigning_leader_names_the_most_caught_up_voters_first() -> None:
+    """Kafka's nonLeaderVotersByDescendingFetchOffset: the successor with the most of the log
+    stands first; voters at the same offset (here 2 and 5, cut off together) in id order."""
+    voters = (1, 2, 3, 4, 5)
+    leader = make(1, voters, ElectionState(2, None, None))
+    net = Net(leader, *(make(nid, voters, ElectionState(2, None, None)) for nid in voters[1:]))
+    t = 0
+    while leader.role is not Role.LEADER:
+        t = min(n.next_deadline_ms() for n in net.nodes.values())
+        net.tick(t)
+    for behind in ((2, 5), (3,)):  # 2 and 5 miss both appends, 3 the second, 4 none
+        net.drop.update(behind)
+        leader.append([b"x"], t)
+        for now in range(t, t + 200, 5):
+            net.tick(now)
+        t += 200
+    ends = {p.replica_id: p.log_end_offset for p in leader.quorum_info(t).voters}
+    assert ends[4] > ends[3] > ends[2] == ends[5]
+    assert leader.resign(t)
+    sent = [e for e in leader.take_effects() if isinstance(e, SendRequest)]
+    assert sorted(e.destination for e in sent) == [2, 3, 4, 5]
+    for e in sent:
+        successors = e.body["topics"][0]["partitions"][0]["preferredCandidates"]
+        assert [s["candidateId"] for s in successors] == [4, 3, 2, 5]

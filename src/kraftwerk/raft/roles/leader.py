@@ -239,6 +239,14 @@ class Leader(RoleState):
             (voters if rid in q.voters else observers).append(progress)
         return tuple(voters), tuple(observers)
 
+    def successors(self) -> list[int]:
+        """The other voters, most caught-up first, ties (and those that never fetched) in id order:
+        the preferred successors a resigning leader names (Kafka's
+        ``nonLeaderVotersByDescendingFetchOffset``), so the voter with the most of the log stands
+        first and the election needs no truncation."""
+        q = self.q
+        return sorted((v for v in q.voters if v != q.node_id), key=lambda v: (-self._replica_end(v), v))
+
     def _replica_end(self, replica: int) -> int:
         rep = self.replicas.get(replica)
         return -1 if rep is None else rep.end_offset
