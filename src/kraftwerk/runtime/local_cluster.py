@@ -638,8 +638,8 @@ def api_versions(address: str, timeout_s: float = 5.0, security: ClientSecurity 
     return asyncio.run(_api_versions_async(address, timeout_s, security))
 
 
-def node_features(cluster: LocalCluster, node: LocalNode) -> NodeFeatures | None:
-    body = api_versions(node.address, security=cluster.client_security(node))
+def node_features(node: LocalNode, security: ClientSecurity = PLAINTEXT) -> NodeFeatures | None:
+    body = api_versions(node.address, security=security)
     if body is None or body.get("errorCode", 0) != 0:
         return None
     levels = {f["name"]: f["maxVersionLevel"] for f in body.get("finalizedFeatures", [])}
@@ -656,7 +656,7 @@ def wait_finalized(cluster: LocalCluster, expected: Mapping[str, int], *, timeou
     while True:
         seen: dict[int, NodeFeatures] = {}
         for node in targets:
-            got = node_features(cluster, node)
+            got = node_features(node, cluster.client_security(node))
             if got is not None and all(got.finalized.get(k, 0) == v for k, v in expected.items()):
                 seen[node.node_id] = got
         epochs = {f.epoch for f in seen.values()}
