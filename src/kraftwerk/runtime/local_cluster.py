@@ -381,11 +381,12 @@ class LocalCluster:
         expected = sorted(b.node_id for b in brokers)
         deadline = time.monotonic() + timeout_s
         for broker in brokers:
+            security = self.client_security(broker)  # a config it cannot use fails here, not in the loop
             while True:
                 seen: list[int] = []
                 with contextlib.suppress(KraftwerkError), \
                         AdminClient(broker.address, request_timeout_s=5, api_timeout_s=5,
-                                    security=self.client_security(broker)) as admin:
+                                    security=security) as admin:
                     seen = sorted(n.node_id for n in admin.describe_cluster().nodes if not n.fenced)
                 if seen == expected:
                     break
@@ -652,11 +653,12 @@ def wait_finalized(cluster: LocalCluster, expected: Mapping[str, int], *, timeou
     (level 0 = absent) and all report the same FinalizedFeaturesEpoch; NodeError after
     ``timeout_s`` naming the nodes that lag. A failure bound, not a performance target."""
     targets = list(nodes if nodes is not None else cluster.nodes)
+    security = {node.node_id: cluster.client_security(node) for node in targets}
     deadline = time.monotonic() + timeout_s
     while True:
         seen: dict[int, NodeFeatures] = {}
         for node in targets:
-            got = node_features(node, cluster.client_security(node))
+            got = node_features(node, security[node.node_id])
             if got is not None and all(got.finalized.get(k, 0) == v for k, v in expected.items()):
                 seen[node.node_id] = got
         epochs = {f.epoch for f in seen.values()}
