@@ -248,6 +248,9 @@ def test_voter_changes_are_refused_with_kafkas_errors() -> None:
                                       "voterDirectoryId": directory(1)}, 7, net.now)
     assert [e.body["errorCode"] for e in effects] == [Errors.NOT_LEADER_OR_FOLLOWER.value.code]
     assert [n.voters for n in net.nodes.values()] == [(1, 2, 3)] * len(net.nodes)
+    net.add(7)  # it answers ApiVersions, but has not fetched from the leader yet
+    assert _error(net, ApiKey.ADD_RAFT_VOTER, add_body(7), 8) == (
+        Errors.REQUEST_TIMED_OUT, f"Aborted add voter operation for {key(7)} since it is lagging behind")
 
 
 def test_a_static_quorum_cannot_change_its_voters() -> None:
