@@ -2,6 +2,7 @@
 
 Usage: .venv/bin/python -m bench.bench_image [--topics 10000] [--partitions 1000000] [--json]
        .venv/bin/python -m bench.bench_image --topics 100000 --partitions 10000000 --load-only --no-pure
+       .venv/bin/python -m bench.bench_image --rounds 5 --base-src ../main/src   # before/after a change
 
 The synthetic log is what a controller writes for a cluster of that size: metadata.version,
 broker registrations, then per topic a TopicRecord, a ConfigRecord and its PartitionRecords
@@ -13,6 +14,9 @@ broker registrations, then per topic a TopicRecord, a ConfigRecord and its Parti
   child process, as a broker or controller does at start-up: seconds, records/s, the child's peak
   RSS (interpreter included) and the RSS the image holds per partition;
 * the same load again in the child with ``KRAFTWERK_PURE=1`` (the pure-Python path);
+* with ``--base-src``, the same load by another checkout's ``src`` (its compiled twins built in
+  place), the two taking turns for ``--rounds`` rounds so that load from other processes hits both
+  alike: the before/after of a change, in one run. Every load figure is the best round's.
 * hot delta: time to apply a one-partition PartitionChangeRecord to the big image, next to the
   same on a 10-topic image (it should not grow with the image);
 * writing the image back at its own version (records/s).
@@ -56,6 +60,7 @@ from kraftwerk.records.builder import RecordsBuilder
 from kraftwerk.versions.metadata_version import MetadataVersion
 
 log = logging.getLogger("bench_image")
+ROOT = Path(__file__).resolve().parents[1]
 MV = MetadataVersion.IBP_4_3_IV0
 
 
@@ -147,12 +152,15 @@ def hot_delta_rate(image: MetadataImage) -> float:
     return best_rate(one)
 
 
-def load_in_child(directory: Path, *, pure: bool) -> dict[str, float]:
-    """``--load-only`` in a fresh interpreter: what a node pays at start-up, RSS included."""
+def load_in_child(directory: Path, *, pure: bool, src: Path | None = None) -> dict[str, float]:
+    """``--load-only`` in a fresh interpreter: what a node pays at start-up, RSS included; ``src``
+    is another checkout's ``src`` to load with instead of this one's."""
     env = dict(os.environ)
     env.pop("KRAFTWERK_PURE", None)
     if pure:
         env["KRAFTWERK_PURE"] = "1"
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(src).resolve()), str(ROOT)])
     out = subprocess.run([sys.executable, "-m", "bench.bench_image", "--child", str(directory)], env=env,
                          check=True, capture_output=True, text=True)
     result: dict[str, float] = json.loads(out.stdout)
@@ -173,8 +181,8 @@ def load_only(directory: Path) -> dict[str, float]:
             "peak_rss_bytes": _peak_rss_bytes(), "image_rss_bytes": _rss_bytes() - rss_before}
 
 
-def run(topics: int, partitions: int, brokers: int, batch_records: int, *, pure_too: bool, in_process: bool
-        ) -> dict[str, object]:
+def run(topics: int, partitions: int, brokers: int, batch_records: int, *, pure_too: bool, in_process: bool,
+        rounds: int = 1, base_src: Path | None = None) -> dict[str, object]:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-image-") as tmp:
         directory = Path(tmp) / "__cluster_metadata-0"
@@ -186,7 +194,13 @@ def run(topics: int, partitions: int, brokers: int, batch_records: int, *, pure_
                 log_bytes += len(batch)
                 count += next(iter_batches(batch)).record_count
         gen_s = time.perf_counter() - t0
-        child = load_in_child(directory, pure=False)
+        loads: list[dict[str, float]] = []
+        base_loads: list[dict[str, float]] = []
+        for _ in range(rounds):
+            loads.append(load_in_child(directory, pure=False))
+            if base_src is not None:
+                base_loads.append(load_in_child(directory, pure=False, src=base_src))
+        child = min(loads, key=lambda r: r["load_s"])
         pure = load_in_child(directory, pure=True) if pure_too else None
     n_parts = int(child["partitions"])
     result: dict[str, object] = {
@@ -197,11 +211,19 @@ def run(topics: int, partitions: int, brokers: int, batch_records: int, *, pure_
         "log_bytes": log_bytes,
         "generate_s": round(gen_s, 2),
         "load_s": round(child["load_s"], 2),
-        "load_cpu_s": round(child["load_cpu_s"], 2),
+        "load_cpu_s": round(min(r["load_cpu_s"] for r in loads), 2),
         "load_records_per_s": round(count / child["load_s"]),
         "load_peak_rss_mb": round(child["peak_rss_bytes"] / 2**20, 1),
         "image_rss_bytes_per_partition": round(child["image_rss_bytes"] / max(n_parts, 1)),
     }
+    if base_loads:
+        base = min(base_loads, key=lambda r: r["load_s"])
+        result["base_load_s"] = round(base["load_s"], 2)
+        base_cpu = min(r["load_cpu_s"] for r in base_loads)
+        result["base_load_cpu_s"] = round(base_cpu, 2)
+        result["base_load_peak_rss_mb"] = round(base["peak_rss_bytes"] / 2**20, 1)
+        result["base_over_this_wall"] = round(base["load_s"] / child["load_s"], 2)
+        result["base_over_this_cpu"] = round(base_cpu / min(r["load_cpu_s"] for r in loads), 2)
     if pure is not None:
         result["pure_load_s"] = round(pure["load_s"], 2)
         result["pure_load_cpu_s"] = round(pure["load_cpu_s"], 2)
@@ -233,6 +255,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-pure", action="store_true", help="skip the pure-Python load")
     parser.add_argument("--load-only", dest="load_only_sizes", action="store_true",
                         help="only the child loads (no hot delta, no write-back: for 10 M partitions)")
+    parser.add_argument("--rounds", type=int, default=1, help="compiled cold loads (best kept)")
+    parser.add_argument("--base-src", type=Path,
+                        help="another checkout's src (twins built) to load the same log, taking turns")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # the child's entry
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
@@ -240,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(load_only(args.child), sys.stdout)
         return 0
     result = run(args.topics, args.partitions, args.brokers, args.batch_records, pure_too=not args.no_pure,
-                 in_process=not args.load_only_sizes)
+                 in_process=not args.load_only_sizes, rounds=max(1, args.rounds), base_src=args.base_src)
     if args.json:
         json.dump(result, sys.stdout)
         sys.stdout.write("\n")

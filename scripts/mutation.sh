@@ -16,6 +16,7 @@ ROOT=$PWD
 
 # module (under src/kraftwerk) -> the tests that own it
 declare -A TESTS=(
+    [broker/replica.py]="tests/broker/test_replica.py tests/runtime/test_data_plane.py"
     [controller/features.py]="tests/controller"
     [image/writer.py]="tests/image --ignore=tests/image/test_pmap.py"
     [raft/roles/candidate.py]="tests/raft"
@@ -27,7 +28,7 @@ declare -A TESTS=(
     [records/legacy.py]="tests/records --deselect tests/records/test_scan.py::test_deep_scan_memory_is_one_batch_not_the_buffer"
     [records/recovery.py]="tests/records --deselect tests/records/test_scan.py::test_deep_scan_memory_is_one_batch_not_the_buffer"
 )
-CORES=(controller/features.py image/writer.py records/batch.py records/legacy.py records/recovery.py
+CORES=(broker/replica.py controller/features.py image/writer.py records/batch.py records/legacy.py records/recovery.py
        raft/roles/candidate.py raft/roles/follower.py raft/roles/leader.py raft/roles/resigned.py
        raft/roles/unattached.py)
 

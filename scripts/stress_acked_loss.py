@@ -4,7 +4,8 @@ the suite: each run is a real cluster for a minute or more).
 Each run: ``cluster up --zookeeper`` (3 brokers), a kafka-python producer with acks=all recording
 every acknowledged (partition, offset, value), then ``cluster migrate`` (``--mode migrate``) or a
 ``cluster roll`` of each ZK broker in turn (``--mode roll``), then every acknowledged offset is read
-back by offset and compared. Usage::
+back by offset and compared; the AlterPartition resends in the nodes' logs are counted (whether the
+run went through a lost or refused ISR change). Usage::
 
     PYTHONPATH=src python scripts/stress_acked_loss.py --mode migrate --runs 5
 """
@@ -81,8 +82,11 @@ def one_run(mode: str, run: int) -> tuple[int, int]:
             thread.join(180)
         final = LocalCluster.load(cluster.root)
         bad = acked_missing(final.bootstrap_servers, TOPIC, acked)
+        resent = sum(line.endswith(", retrying") or "AlterPartition got no answer" in line
+                     for node in final.nodes if node.log_path(final.root).exists()
+                     for line in node.log_path(final.root).read_text(errors="replace").splitlines())
         print(f"run {run} ({mode}): {len(acked)} acknowledged, {len(bad)} lost or changed, "
-              f"{len(errors)} sends failed", flush=True)
+              f"{len(errors)} sends failed, {resent} AlterPartition resends", flush=True)
         if bad:
             print(f"  first lost: {[(k, acked[k]) for k in bad[:10]]}", flush=True)
             print(f"  the cluster's logs are kept in {tmp}", flush=True)

@@ -1,10 +1,11 @@
 """Chooses, at import time, between a hot path's pure-Python reference and its compiled twin.
 
-A few loops (v2 record decode, v0/v1 up-conversion, varints, the message decoder) have a Cython
-twin built by ``pip install``. Both implement the same functions and pass the same tests; the pure
-one is the reference and the fallback when the extension is absent (a wheel built without a
-compiler, a Spark executor that got only the Python sources). ``KRAFTWERK_PURE=1`` forces the pure
-path, so CI runs the suite both ways; :func:`implementations` says which one each module got.
+A few loops (v2 record decode, v0/v1 up-conversion, varints, the message and metadata record
+frame decoders, the partition replay) have a Cython twin built by ``pip install``. Both implement
+the same functions and pass the same tests; the pure one is the reference and the fallback when the
+extension is absent (a wheel built without a compiler, a Spark executor that got only the Python
+sources). ``KRAFTWERK_PURE=1`` forces the pure path, so CI runs the suite both ways;
+:func:`implementations` says which one each module got.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ PURE_ENV = "KRAFTWERK_PURE"
 TWINS = {
     "kraftwerk.image.delta": "kraftwerk.image._cdelta",
     "kraftwerk.protocol.codec": "kraftwerk.protocol._ccodec",
+    "kraftwerk.protocol.frame": "kraftwerk.protocol._ccodec",
     "kraftwerk.records.batch": "kraftwerk.records._cbatch",
 }
 

@@ -37,3 +37,18 @@ def test_server_start_without_log_level_serves_and_stops_cleanly(tmp_path: Path)
     assert proc.returncode == 0, err
     # a node logs at INFO by default, and never a traceback
     assert "INFO [KafkaRaftServer nodeId=1] Kafka Server started" in err and "Traceback" not in err
+
+
+def test_a_zookeeper_broker_with_the_migration_flag_but_no_quorum_refuses_to_start(tmp_path: Path) -> None:
+    """Kafka 3.9's KafkaConfig refuses it before touching ZooKeeper (none runs at this address)."""
+    config = tmp_path / "server.properties"
+    config.write_text("broker.id=1\nzookeeper.connect=127.0.0.1:1\nzookeeper.metadata.migration.enable=true\n"
+                      f"log.dirs={tmp_path / 'data'}\nlisteners=PLAINTEXT://127.0.0.1:0\n")
+    proc = subprocess.run([sys.executable, "-m", "kraftwerk.cli.main", "server", "start", "--config",
+                           str(config)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        "If using zookeeper.metadata.migration.enable, either controller.quorum.bootstrap.servers must "
+        "contain the set of bootstrap controllers or controller.quorum.voters must contain a parseable set "
+        "of controllers.\n")
+    assert not (tmp_path / "data").exists()

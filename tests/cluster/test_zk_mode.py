@@ -31,7 +31,7 @@ from kraftwerk.migration.znodes import (
     parse_partition_state,
     parse_topic,
 )
-from kraftwerk.runtime.local_cluster import LocalCluster, pid_alive
+from kraftwerk.runtime.local_cluster import LocalCluster, free_ports, pid_alive
 from kraftwerk.runtime.zookeeper import zookeeper_installed
 from tests.cluster.helpers import cli, cluster_up
 
@@ -253,9 +253,36 @@ def test_a_killed_broker_loses_its_partitions_while_clients_keep_producing(clust
         time.sleep(0.5)
 
 
+def test_a_broker_that_had_to_be_killed_restarts_once_zookeeper_expired_its_session(
+        cluster: LocalCluster) -> None:
+    """A stop that must SIGKILL a ZooKeeper broker (a stopped process ignores SIGTERM) returns only once
+    ZooKeeper has expired the dead broker's session: a restart before that finds /brokers/ids/3 taken."""
+    current = LocalCluster.load(cluster.root)
+    node = current.node(3)
+    assert node.pid is not None
+    os.kill(node.pid, signal.SIGSTOP)
+    assert current.stop([node], grace_s=1) == [3]
+    with connect(_zk(cluster)) as zk:
+        assert zk.exists("/brokers/ids/3") is None
+    current.start(node)
+    assert current.wait_ready([node], 60) == {}
+
+
 def test_roll_with_the_migration_flag_and_status(cluster: LocalCluster) -> None:
-    code, out, err = cli("cluster", "roll", "--dir", str(cluster.root), "--node", "2", "--output", "json",
-                         "--config", "zookeeper.metadata.migration.enable=true")
+    roll = ("cluster", "roll", "--dir", str(cluster.root), "--node", "2", "--output", "json",
+            "--config", "zookeeper.metadata.migration.enable=true")
+    running = LocalCluster.load(cluster.root).node(2).pid
+    code, _, err = cli(*roll)  # Kafka's broker refuses the flag without a controller quorum
+    assert code == 1 and err.startswith("If using zookeeper.metadata.migration.enable, either "
+                                        "controller.quorum.bootstrap.servers must contain")
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert running is not None and pid_alive(running)  # refused before the broker was stopped
+    assert LocalCluster.load(cluster.root).node(2).pid == running
+    (nowhere,) = free_ports(1)  # no controller answers there yet: the broker keeps trying
+    quorum = {"controller.quorum.voters": f"3000@127.0.0.1:{nowhere}",
+              "controller.listener.names": "CONTROLLER",
+              "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"}
+    code, out, err = cli(*roll, *[a for k, v in quorum.items() for a in ("--config", f"{k}={v}")])
     assert code == 0, err
     assert json.loads(out)["restarted"][0]["softwareVersion"] == "3.9"
     with connect(_zk(cluster)) as zk:

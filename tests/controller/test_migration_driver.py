@@ -92,16 +92,16 @@ def test_table_has_every_state() -> None:
 
 
 def run_to_dual_write(d: MigrationDriver, now: int = 0) -> None:
-    """The first migration on an active controller with no ZooKeeper brokers."""
+    """The first migration on an active controller with one ZooKeeper broker (4), already registered."""
     d.voters = (1, 2, 3)
     d.on_leader_change(1, 5)
     assert isinstance(d.poll(now), RecoverMigrationState)
     d.recovered(ZkMigrationLeadership(migration_zk_version=0))
     assert d.state is S.WAIT_FOR_CONTROLLER_QUORUM
-    d.publish(image(ZkMigrationState.PRE_MIGRATION), 10, 5, now)
+    d.publish(image(ZkMigrationState.PRE_MIGRATION, brokers=(4,)), 10, 5, now)
     assert d.poll(now) is None and d.state is S.WAIT_FOR_BROKERS
     assert isinstance(d.poll(now), ReadZkBrokers)
-    d.zk_brokers(frozenset())
+    d.zk_brokers(frozenset({4}))
     claim = d.poll(now)
     assert isinstance(claim, ClaimZkController) and claim.leadership.kraft_controller_epoch == 5
     d.claimed(ZkMigrationLeadership(1, 5, -1, -1, 0, 7, 7))
@@ -145,6 +145,28 @@ def test_waits_for_every_controller_and_zk_broker() -> None:
     d.publish(image(ZkMigrationState.PRE_MIGRATION, brokers=(4, 5)), 12, 5, 0)
     d.poll(0)
     d.zk_brokers(frozenset({4, 5}))
+    assert d.state is S.BECOME_CONTROLLER
+
+
+def test_no_broker_in_zookeeper_waits_as_kafka_does(caplog: pytest.LogCaptureFixture) -> None:
+    """Kafka's driver stays in WAIT_FOR_BROKERS while /brokers/ids is empty, logging why once."""
+    d = MigrationDriver(1, max_lag_ms=1000)
+    d.voters = (1,)
+    d.on_leader_change(1, 5)
+    d.poll(0)
+    d.recovered(ZkMigrationLeadership())
+    d.publish(image(ZkMigrationState.PRE_MIGRATION, ready=(1,), brokers=(4,)), 10, 5, 0)
+    d.poll(0)
+    caplog.set_level("INFO", logger="kraftwerk.controller.migration_driver")
+    for now in (100, 200, 300):
+        assert isinstance(d.poll(now), ReadZkBrokers)
+        d.zk_brokers(frozenset())
+        assert d.state is S.WAIT_FOR_BROKERS and d.unready_brokers == {}
+    waiting = [r.getMessage() for r in caplog.records if "No brokers are registered in ZK" in r.getMessage()]
+    assert waiting == ["[KRaftMigrationDriver id=1] No brokers are registered in ZK, waiting for brokers to "
+                       "register."]
+    assert isinstance(d.poll(400), ReadZkBrokers)
+    d.zk_brokers(frozenset({4}))  # broker 4 came up in ZooKeeper and is registered with the quorum
     assert d.state is S.BECOME_CONTROLLER
 
 
@@ -289,14 +311,14 @@ def test_any_event_order_keeps_kafkas_transitions(seq: list[str]) -> None:
             offset += 1
             done = d.leadership.initial_migration_complete
             zk = ZkMigrationState.MIGRATION if done else ZkMigrationState.PRE_MIGRATION
-            d.publish(image(zk, ready=(1,)), offset, 1, now)
+            d.publish(image(zk, ready=(1,), brokers=(4,)), offset, 1, now)
         elif ev == "poll":
             pending = d.poll(now) or pending
         elif pending is not None and ev == "ok":
             if isinstance(pending, RecoverMigrationState):
                 d.recovered(ZkMigrationLeadership())
             elif isinstance(pending, ReadZkBrokers):
-                d.zk_brokers(frozenset())
+                d.zk_brokers(frozenset({4}))
             elif isinstance(pending, ClaimZkController):
                 d.claimed(ZkMigrationLeadership(1, 1, pending.leadership.kraft_metadata_offset, 1, 0, 1, 1))
             elif isinstance(pending, MigrateMetadata):

@@ -90,6 +90,10 @@ def test_alter_partition_shrinks_and_expands_the_isr_and_checks_epochs() -> None
     assert not_leader["errorCode"] == Errors.INVALID_REQUEST.code
     assert _alter(log, ctl, "t", 0, p.leader, list(p.isr))["errorCode"] == 0
     assert sorted(_partition(ctl, "t", 0).isr) == sorted(p.isr)
+    # a leader ahead of this controller's image: Kafka's NOT_CONTROLLER, retried at the active one
+    current = _partition(ctl, "t", 0).partition_epoch
+    ahead = _alter(log, ctl, "t", 0, p.leader, shrunk, partition_epoch=current + 1)
+    assert ahead["errorCode"] == Errors.NOT_CONTROLLER.code
 
 
 def test_a_fenced_leader_hands_over_to_an_in_sync_replica_and_takes_back_a_leaderless_partition() -> None:

@@ -177,6 +177,8 @@ def test_alter_partition_writes_an_isr_change_on_the_current_epochs() -> None:
 
 @pytest.mark.parametrize(("kwargs", "error"), [
     ({"partition_epoch": 4}, Errors.INVALID_UPDATE_VERSION),
+    ({"partition_epoch": 6}, Errors.NOT_CONTROLLER),  # Kafka: the leader knows more, find the controller
+    ({"leader_epoch": 3}, Errors.NOT_CONTROLLER),
     ({"leader_epoch": 1}, Errors.FENCED_LEADER_EPOCH),
     ({"leader": 2}, Errors.FENCED_LEADER_EPOCH),
     ({"isr": [1, 9]}, Errors.INELIGIBLE_REPLICA),
@@ -189,6 +191,19 @@ def test_alter_partition_refuses_stale_or_ineligible_changes(kwargs: dict[str, A
     response, d = alter(c, isr, **kwargs)
     assert response["topics"][0]["partitions"][0]["errorCode"] == error.code
     assert d.writes == [] and d.requests == []
+
+
+def test_alter_partition_resent_after_its_commit_answers_the_current_state() -> None:
+    """Kafka's equalsAllowStalePartitionEpoch: the leader resends a change whose answer was lost;
+    already applied, it gets the current state (and settles), not INVALID_UPDATE_VERSION."""
+    c = controller(isr={0: [1]})
+    c.become_controller()
+    alter(c, [1, 2])
+    response, d = alter(c, [1, 2])  # the same request: partition epoch 5, now 6
+    p = response["topics"][0]["partitions"][0]
+    assert (p["errorCode"], p["isr"], p["partitionEpoch"]) == (0, [1, 2], 6)
+    assert d.writes == [] and d.requests == []
+    assert alter(c, [1])[0]["topics"][0]["partitions"][0]["errorCode"] == Errors.INVALID_UPDATE_VERSION.code
 
 
 def test_alter_partition_from_an_unknown_broker_epoch_is_stale() -> None:

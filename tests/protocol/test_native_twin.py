@@ -1,6 +1,7 @@
 """The compiled decoder (``_ccodec``, an interpreter of decode plans) against the generated Python
 decoders, for every declared (message, version): same value, same keys in the same order, same
 end position, or the same exception with the same text, on valid, cut, bit-flipped and random bytes.
+The compiled metadata record frame decoder likewise against ``frame``'s pure one.
 """
 
 from __future__ import annotations
@@ -14,15 +15,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kraftwerk.protocol import codec, registry
-from kraftwerk.protocol.errors import DecodeError
+from kraftwerk.protocol import codec, frame, registry
+from kraftwerk.protocol.errors import DecodeError, ProtocolError
 from kraftwerk.protocol.schema import Kind, MessageSpec, field, message
 from tests.protocol.strategies import value_for
 from tests.protocol.test_codec import SAMPLE
 
+ccodec: Any
 try:
-    ccodec: Any = importlib.import_module("kraftwerk.protocol._ccodec")
+    ccodec = importlib.import_module("kraftwerk.protocol._ccodec")
 except ImportError:  # tests/test_native.py fails for a missing extension; no need to fail here too
+    ccodec = None
     pytestmark = pytest.mark.skip(reason="the compiled extension kraftwerk.protocol._ccodec is not built")
 
 # a declaration with every shape the interpreter handles, tagged ones included
@@ -109,3 +112,55 @@ def test_defaults_are_fresh_objects_and_tagged_values_decode() -> None:
     two, _ = _decoders(SHAPES, 0)[1](bare, 0, len(bare))
     assert one["tags"] == [] and one["tags"] is not two["tags"]
     assert compiled_v0[1] == len(bare)
+
+
+def test_uuids_decode_right_past_the_decoders_cache_of_them() -> None:
+    """More distinct ids than the compiled decoder keeps, in two rounds: every one comes out as
+    itself, whether found in the cache, evicted from it, or colliding in it."""
+    spec = registry.lookup_record("TopicRecord")
+    _, compiled = _decoders(spec, 0)
+    ids = [uuid.UUID(int=(i * 7919) << 64 | i) for i in range(2000)]
+    frames = [codec.encode(spec, 0, {"name": f"t{i}", "topicId": tid}) for i, tid in enumerate(ids)]
+    for _ in range(2):
+        assert [compiled(data, 0, len(data))[0]["topicId"] for data in frames] == ids
+
+
+METADATA_SPECS = [(spec, v) for spec in registry.all_specs() if spec.kind is Kind.METADATA
+                  for v in spec.versions()]
+FRAME_DECODER = ccodec.frame_decoder(frame.MetadataRecord, frame._known_frame,
+                                     frame._decode_metadata_record_py) if ccodec is not None else None
+
+
+def _frame_outcome(decode: Any, data: bytes) -> object:
+    try:
+        record = decode(data)
+    except ProtocolError as exc:
+        return type(exc).__name__, str(exc)
+    assert type(record) is frame.MetadataRecord
+    return record.spec.name, record.version, repr(record.value)
+
+
+@st.composite
+def frames(draw: Any) -> bytes | bytearray:
+    spec, version = draw(st.sampled_from(METADATA_SPECS))
+    body = codec.encode(spec, version, draw(value_for(spec, version)))
+    head = [frame.FRAME_VERSION, spec.api_key, version]
+    shape = draw(st.sampled_from(["plain", "plain", "head", "long", "cut", "flip", "tail", "bytearray"]))
+    if shape == "head":  # an unknown frame version, api key or record version
+        head[draw(st.integers(0, 2))] = draw(st.sampled_from([0, 2, 99, 127, 128, 300]))
+    data = bytearray(b"".join(codec.uvarint(x) for x in head) + body)
+    if shape == "long":  # the frame's varints written in two bytes each: legal, and decoded alike
+        data = bytearray(b"".join(bytes([0x80 | x, 0]) for x in head) + body)
+    elif shape == "cut":
+        data = data[:draw(st.integers(0, len(data)))]
+    elif shape == "flip" and data:
+        data[draw(st.integers(0, len(data) - 1))] ^= 1 << draw(st.integers(0, 7))
+    elif shape == "tail":
+        data += draw(st.binary(min_size=1, max_size=4))
+    return data if shape == "bytearray" else bytes(data)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(frames())
+def test_compiled_frame_decoder_matches_the_pure_one(data: bytes) -> None:
+    assert _frame_outcome(FRAME_DECODER, data) == _frame_outcome(frame._decode_metadata_record_py, data)

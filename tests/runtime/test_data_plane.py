@@ -1,7 +1,8 @@
 """The data plane's request handling on real files, without sockets: produce validation (magic,
 corrupt bytes, min.insync.replicas, idempotent sequences), acks=all waiting for the followers,
 fetches that wait for data, divergence answers to followers, ListOffsets, OffsetForLeaderEpoch,
-and the versions each software release parses (KIP-724)."""
+the versions each software release parses (KIP-724), and ISR changes: resent after a lost answer,
+releasing waiting produces once decided."""
 
 from __future__ import annotations
 
@@ -15,24 +16,31 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kraftwerk.backoff import ExponentialBackoff
+from kraftwerk.broker.replica import TopicPartition
 from kraftwerk.controller.common import rec
+from kraftwerk.controller.partitions import alter_partition
 from kraftwerk.image.delta import MetadataDelta
 from kraftwerk.image.model import MetadataImage
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.records.batch import iter_records
 from kraftwerk.records.builder import build_records
+from kraftwerk.runtime import data_plane
 from kraftwerk.runtime.data_plane import DataPlane, kip724_min_versions
+from kraftwerk.runtime.errors import NetworkError
+from kraftwerk.versions.metadata_version import MetadataVersion
 from kraftwerk.versions.software import SoftwareVersion
 
 TOPIC_ID = uuid.UUID(int=99)
+TP = TopicPartition("t", 0)
 
 
-def _image(isr: list[int], configs: dict[str, str] | None = None) -> MetadataImage:
+def _image(isr: list[int], configs: dict[str, str] | None = None, partition_epoch: int = 0) -> MetadataImage:
     delta = MetadataDelta()
     delta.replay(rec("TopicRecord", 0, {"name": "t", "topicId": TOPIC_ID}))
     delta.replay(rec("PartitionRecord", 0, {
         "partitionId": 0, "topicId": TOPIC_ID, "replicas": [1, 2], "isr": isr, "removingReplicas": [],
-        "addingReplicas": [], "leader": 1, "leaderEpoch": 3, "partitionEpoch": 0}))
+        "addingReplicas": [], "leader": 1, "leaderEpoch": 3, "partitionEpoch": partition_epoch}))
     for name, value in (configs or {}).items():
         delta.replay(rec("ConfigRecord", 0, {"resourceType": 2, "resourceName": "t", "name": name,
                                              "value": value}))
@@ -112,7 +120,7 @@ def test_acks_all_waits_for_the_follower_and_min_isr_refuses(plane: DataPlane) -
     assert produced["responses"][0]["partitionResponses"][0]["errorCode"] == 0
     assert [r.value for r in iter_records(fetched["responses"][0]["partitions"][0]["records"])] == [b"a"]
     assert plane.replicas.partitions[next(iter(plane.replicas.partitions))].high_watermark == 1
-    plane.on_image(_image([1], {"min.insync.replicas": "2"}))
+    plane.on_image(_image([1], {"min.insync.replicas": "2"}, partition_epoch=1))
     assert _produce(plane, _batch([b"b"]), acks=-1)["errorCode"] == Errors.NOT_ENOUGH_REPLICAS.code
     assert _produce(plane, _batch([b"b"]), acks=1)["errorCode"] == 0
 
@@ -203,3 +211,89 @@ def test_garbage_records_get_an_error_never_a_crash(plane: DataPlane, garbage: b
     plane.on_image(_image([1]))
     out = _produce(plane, garbage)
     assert out["errorCode"] in (0, Errors.CORRUPT_MESSAGE.code, Errors.INVALID_RECORD.code)
+
+
+def test_a_lost_alter_partition_answer_keeps_acks_all_waiting_for_the_new_member(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The controller (its real AlterPartition rule) commits ISR {1, 2, 3} but the answer is lost:
+    replica 3 may now be elected, so acks=all must not answer before 3 has the records; the same
+    change goes out again after the backoff, and the metadata settles it."""
+    monkeypatch.setattr(data_plane, "ALTER_PARTITION_BACKOFF", ExponentialBackoff(1, 4))
+    delta = MetadataDelta()
+    for b in (1, 2, 3):
+        delta.replay(rec("RegisterBrokerRecord", 0, {"brokerId": b, "brokerEpoch": 10 + b, "fenced": False,
+                                                     "incarnationId": uuid.UUID(int=b)}))
+    delta.replay(rec("TopicRecord", 0, {"name": "t", "topicId": TOPIC_ID}))
+    delta.replay(rec("PartitionRecord", 0, {
+        "partitionId": 0, "topicId": TOPIC_ID, "replicas": [1, 2, 3], "isr": [1, 2], "removingReplicas": [],
+        "addingReplicas": [], "leader": 1, "leaderEpoch": 3, "partitionEpoch": 0}))
+    committed = delta.apply()
+    sent: list[Any] = []
+
+    async def controller(api_key: int, version: int, body: Any) -> Any:
+        nonlocal committed
+        sent.append(body)
+        records, response = alter_partition(committed, MetadataVersion.latest_production(), version, body)
+        change = MetadataDelta(committed)
+        for record in records:
+            change.replay(record)
+        committed = change.apply()
+        if len(sent) == 1:
+            raise NetworkError("the answer was lost")
+        return response
+
+    dp = DataPlane(1, (str(tmp_path),), SoftwareVersion.for_release("4.3"), {}, controller, lambda: 11, None)
+    dp.on_image(committed)
+
+    async def scenario() -> tuple[int, int]:
+        await dp.handle(1, 12, _fetch_body(0, replica=2))
+        await dp.handle(1, 12, _fetch_body(0, replica=3))  # caught up: {1, 2, 3} goes out
+        for _ in range(500):  # committed, answer lost, sent again (INVALID_UPDATE_VERSION: await metadata)
+            if len(sent) >= 2:
+                break
+            await asyncio.sleep(0.01)
+        assert len(sent) == 2
+        produce = asyncio.ensure_future(dp.handle(0, 9, {
+            "transactionalId": None, "acks": -1, "timeoutMs": 300,
+            "topicData": [{"name": "t", "partitionData": [{"index": 0, "records": _batch([b"a"])}]}]}))
+        await asyncio.sleep(0.05)
+        await dp.handle(1, 12, _fetch_body(1, replica=2))  # 2 has the record, 3 has not
+        timed_out = (await produce)["responses"][0]["partitionResponses"][0]["errorCode"]
+        dp.on_image(committed)  # the metadata: 3 is in the ISR
+        assert dp.replicas.partitions[TP].isr == (1, 2, 3) and dp.replicas.partitions[TP].pending is None
+        await dp.handle(1, 12, _fetch_body(1, replica=3))
+        await dp.close()
+        return timed_out, dp.replicas.partitions[TP].high_watermark
+
+    timed_out, high_watermark = asyncio.run(scenario())
+    assert timed_out == Errors.REQUEST_TIMED_OUT.code  # never acknowledged below 3's log end
+    assert high_watermark == 1  # 3 fetched it: now it is replicated on every ISR member
+    first, again = (s["topics"][0]["partitions"][0] for s in sent)
+    assert first == again and first["partitionEpoch"] == 0  # the same change, sent twice
+    assert [b["brokerId"] for b in first["newIsrWithEpochs"]] == [1, 2, 3]
+
+
+def test_an_isr_shrink_the_controller_accepts_releases_the_waiting_acks_all_produce(tmp_path: Path) -> None:
+    """Kafka's maybeIncrementLeaderHW after an ISR update: with the silent follower out of the ISR
+    the HW is the leader's log end, so the produce waiting on that follower is answered at once."""
+    async def controller(api_key: int, version: int, body: Any) -> Any:
+        return {"errorCode": 0, "topics": [{"topicId": TOPIC_ID, "partitions": [
+            {"partitionIndex": 0, "errorCode": 0, "leaderId": 1, "leaderEpoch": 3, "isr": [1],
+             "leaderRecoveryState": 0, "partitionEpoch": 1}]}]}
+
+    dp = DataPlane(1, (str(tmp_path),), SoftwareVersion.for_release("4.3"), {}, controller, lambda: 7, None)
+    dp.on_image(_image([1, 2]))
+
+    async def scenario() -> int:
+        produce = asyncio.ensure_future(dp.handle(0, 9, {
+            "transactionalId": None, "acks": -1, "timeoutMs": 30_000,
+            "topicData": [{"name": "t", "partitionData": [{"index": 0, "records": _batch([b"a"])}]}]}))
+        await asyncio.sleep(0.05)
+        [shrink] = dp.replicas.lagging_followers(10 ** 13)  # follower 2 never fetched
+        await dp._alter_partition([shrink])
+        code: int = (await asyncio.wait_for(produce, 5))["responses"][0]["partitionResponses"][0]["errorCode"]
+        await dp.close()
+        return code
+
+    assert asyncio.run(scenario()) == 0
+    assert dp.replicas.partitions[TP].isr == (1,) and dp.replicas.partitions[TP].high_watermark == 1

@@ -219,3 +219,21 @@ def test_undecodable_metadata_record(tmp_path: Path) -> None:
     p.write_bytes(b.build())
     with pytest.raises(CorruptFileError, match="batch at offset 0"):
         list(iter_log_entries(p))
+
+
+def test_a_metadata_record_without_a_value_is_named(tmp_path: Path) -> None:
+    from kraftwerk.protocol.frame import encode_metadata_record
+    from kraftwerk.records.builder import RecordsBuilder
+
+    feature = _feature("a", 1)
+    good = encode_metadata_record(feature.spec, feature.version, feature.value)
+    b = RecordsBuilder(base_offset=40)
+    b.append(1, None, good)
+    b.append(1, None, None)
+    p = tmp_path / "00000000000000000040.log"
+    p.write_bytes(b.build())
+    with pytest.raises(CorruptFileError, match="metadata record at offset 41 has no value"):
+        list(iter_log_entries(p))
+    with pytest.raises(CorruptFileError, match="metadata record at offset 41 has no value"):
+        list(iter_log_entries(p, min_offset=41))  # a batch that straddles the start
+    assert [e.offset for e in iter_log_entries(p, min_offset=42)] == []

@@ -55,6 +55,17 @@ class StopReplica:
 RoleChange = BecomeLeader | BecomeFollower | StopReplica
 
 
+@dataclass(frozen=True, slots=True)
+class IsrChange:
+    """An AlterPartition item the leader wants sent."""
+
+    tp: TopicPartition
+    topic_id: uuid.UUID
+    leader_epoch: int
+    partition_epoch: int
+    new_isr: tuple[int, ...]
+
+
 @dataclass(slots=True)
 class PartitionState:
     """One hosted replica as this broker sees it."""
@@ -69,18 +80,20 @@ class PartitionState:
     high_watermark: int = 0
     follower_end: dict[int, int] = field(default_factory=dict)
     follower_caught_up_ms: dict[int, int] = field(default_factory=dict)
-    pending_isr: tuple[int, ...] | None = None
+    pending: IsrChange | None = None
+    """The ISR change sent and not yet settled (Kafka's PendingPartitionChange): the controller may
+    have committed it, so the HW counts its members too and no other change is proposed meanwhile."""
 
 
-@dataclass(frozen=True, slots=True)
-class IsrChange:
-    """An AlterPartition item the leader wants sent."""
-
-    tp: TopicPartition
-    topic_id: uuid.UUID
-    leader_epoch: int
-    partition_epoch: int
-    new_isr: tuple[int, ...]
+#: The controller says the change was not applied (nor can a past or future controller apply it):
+#: back to the committed ISR.
+NOT_APPLIED = frozenset({Errors.INELIGIBLE_REPLICA, Errors.OPERATION_NOT_ATTEMPTED})
+#: The leader's view is stale: whether the change was applied is unknown, so the pending (maximal)
+#: ISR stays until the metadata brings a newer partition epoch.
+AWAIT_METADATA = frozenset({
+    Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.UNKNOWN_TOPIC_ID, Errors.FENCED_LEADER_EPOCH,
+    Errors.INVALID_UPDATE_VERSION, Errors.INVALID_REQUEST, Errors.NEW_LEADER_ELECTED,
+})
 
 
 class ReplicaManager:
@@ -106,10 +119,12 @@ class ReplicaManager:
                 seen.add(tp)
                 old = self.partitions.get(tp)
                 if old is not None and old.leader_epoch == reg.leader_epoch and old.leader == reg.leader:
-                    # same leadership: the state object stays (waiting requests hold it)
-                    if old.partition_epoch != reg.partition_epoch:
-                        old.pending_isr = None
-                    old.replicas, old.isr, old.partition_epoch = reg.replicas, reg.isr, reg.partition_epoch
+                    # same leadership: the state object stays (waiting requests hold it); only a newer
+                    # partition epoch is news (an AlterPartition answer may have brought this one
+                    # already) and it settles the pending change, whatever its answer will say
+                    if reg.partition_epoch > old.partition_epoch:
+                        old.replicas, old.isr = reg.replicas, reg.isr
+                        old.partition_epoch, old.pending = reg.partition_epoch, None
                     continue
                 st = PartitionState(tp, topic.id, reg.replicas, reg.isr, reg.leader, reg.leader_epoch,
                                     reg.partition_epoch)
@@ -165,7 +180,7 @@ class ReplicaManager:
         """Move the HW to the smallest log end offset in the maximal ISR (the ISR plus a member whose
         addition is in flight: once the controller commits it, that member may be elected leader, so
         the HW must not have passed its log end, as Kafka's ``maximalIsr``); True if it moved."""
-        members = {*st.isr, *(st.pending_isr or ())}
+        members = {*st.isr, *(st.pending.new_isr if st.pending is not None else ())}
         ends = [leader_end] + [st.follower_end.get(r, 0) for r in members if r != self.node_id]
         hw = min(ends)
         if hw > st.high_watermark:
@@ -181,54 +196,81 @@ class ReplicaManager:
         if fetch_offset >= leader_end:
             st.follower_caught_up_ms[replica_id] = now_ms
         moved = self.update_high_watermark(st, leader_end)
-        if (replica_id not in st.isr and st.pending_isr is None and replica_id in st.replicas
+        if (replica_id not in st.isr and st.pending is None and replica_id in st.replicas
                 and fetch_offset >= st.high_watermark and fetch_offset >= epoch_start):
-            new_isr = tuple(sorted({*st.isr, replica_id}))
-            st.pending_isr = new_isr
-            return moved, IsrChange(st.tp, st.topic_id, st.leader_epoch, st.partition_epoch, new_isr)
+            st.pending = IsrChange(st.tp, st.topic_id, st.leader_epoch, st.partition_epoch,
+                                   tuple(sorted({*st.isr, replica_id})))
+            return moved, st.pending
         return moved, None
 
     def lagging_followers(self, now_ms: int) -> list[IsrChange]:
         """ISR shrinks for followers not caught up within replica.lag.time.max.ms."""
         out = []
         for st in self.partitions.values():
-            if st.leader != self.node_id or st.pending_isr is not None:
+            if st.leader != self.node_id or st.pending is not None:
                 continue
             lagging = [r for r in st.isr if r != self.node_id
                        and now_ms - st.follower_caught_up_ms.get(r, now_ms) > self.replica_lag_time_max_ms]
             if lagging:
-                new_isr = tuple(r for r in st.isr if r not in lagging)
-                st.pending_isr = new_isr
-                out.append(IsrChange(st.tp, st.topic_id, st.leader_epoch, st.partition_epoch, new_isr))
+                st.pending = IsrChange(st.tp, st.topic_id, st.leader_epoch, st.partition_epoch,
+                                       tuple(r for r in st.isr if r not in lagging))
+                out.append(st.pending)
         return out
 
-    def on_alter_partition_result(self, change: IsrChange, error: Errors, result: Mapping[str, Any] | None
-                                  ) -> None:
-        """The controller answered: adopt the new ISR and partition epoch, or allow a retry."""
+    def is_pending(self, change: IsrChange) -> bool:
+        """Whether ``change`` is still its partition's unsettled ISR change (else a retry is moot)."""
         st = self.partitions.get(change.tp)
-        if st is None:
-            return
-        st.pending_isr = None
-        if error is Errors.NONE and result is not None and st.leader_epoch == result["leaderEpoch"]:
-            st.isr = tuple(result["isr"])
-            st.partition_epoch = result["partitionEpoch"]
+        return st is not None and st.pending is change
+
+    def on_alter_partition_result(self, change: IsrChange, error: Errors, result: Mapping[str, Any] | None
+                                  ) -> bool:
+        """The controller's answer to ``change`` (a lost answer is NETWORK_EXCEPTION; NONE with no
+        ``result``: the partition was missing from it). Returns whether to send the same change
+        again, as Kafka's Partition.handleAlterPartitionError: only an answer that says what the
+        controller did settles the change; a lost one, NOT_CONTROLLER, a stale broker epoch... are
+        retried, and the HW keeps counting the change's members meanwhile."""
+        st = self.partitions.get(change.tp)
+        if st is None or st.pending is not change:
+            return False  # settled by the metadata or a leader change: this answer is out of date
+        if error is Errors.NONE and result is not None:
+            if result["leaderEpoch"] == st.leader_epoch and result["partitionEpoch"] >= st.partition_epoch:
+                st.isr, st.partition_epoch = tuple(result["isr"]), result["partitionEpoch"]
+                st.pending = None
+            return False  # else an answer about another epoch: the metadata will tell
+        if error in NOT_APPLIED:
+            st.pending = None
+            return False
+        return error not in AWAIT_METADATA
+
+
+def alter_partition_answers(changes: list[IsrChange], response: Mapping[str, Any]
+                            ) -> list[tuple[IsrChange, Errors, Mapping[str, Any] | None]]:
+    """Each change's error and partition result in an AlterPartition answer: a top-level error is
+    every change's, a partition missing from the answer is (NONE, None) (Kafka resends both)."""
+    top = Errors.for_code(response["errorCode"])
+    results = {(t["topicId"], p["partitionIndex"]): p for t in response["topics"]
+               for p in t["partitions"]} if top is Errors.NONE else {}
+    out = []
+    for c in changes:
+        result = results.get((c.topic_id, c.tp.partition))
+        out.append((c, top if result is None else Errors.for_code(result["errorCode"]), result))
+    return out
 
 
 def alter_partition_body(node_id: int, broker_epoch: int, changes: list[IsrChange],
                          broker_epochs: Mapping[int, int], version: int) -> dict[str, Any]:
     """An AlterPartition request at ``version`` (from v2 topic ids, from v3 the ISR members' broker
     epochs)."""
-    by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    by_topic: dict[tuple[uuid.UUID, str], list[dict[str, Any]]] = {}
     for c in changes:
-        by_topic.setdefault(c.topic_id, []).append({
+        by_topic.setdefault((c.topic_id, c.tp.topic), []).append({  # leaderRecoveryState: RECOVERED
             "partitionIndex": c.tp.partition,
             "leaderEpoch": c.leader_epoch,
             "newIsr": list(c.new_isr),
             "newIsrWithEpochs": [{"brokerId": b, "brokerEpoch": broker_epochs.get(b, -1)} for b in c.new_isr],
-            "leaderRecoveryState": 0,
             "partitionEpoch": c.partition_epoch,
         })
     body = {"brokerId": node_id, "brokerEpoch": broker_epoch,
-            "topics": [{"topicName": "", "topicId": tid, "partitions": parts} for tid,
-                       parts in by_topic.items()]}
+            "topics": [{"topicName": name, "topicId": tid, "partitions": parts}
+                       for (tid, name), parts in by_topic.items()]}
     return shape_body(Kind.REQUEST, ApiKey.ALTER_PARTITION, version, body)

@@ -235,12 +235,17 @@ def apply_configs(cluster: LocalCluster, nodes: Sequence[LocalNode], configs: Ma
     state), after checking each node's resulting config as the node itself would: a value its
     config refuses fails here, before any node is touched."""
     from kraftwerk.config import parse_broker_config
+    from kraftwerk.runtime.local_cluster import ZK_BROKER_ROLE
+    from kraftwerk.runtime.zk_config import ZkServerConfig
 
     if not configs:
         return
     for node in nodes:
         props = {**cluster.properties(node), **configs}
-        parse_broker_config(props)
+        if node.roles == ZK_BROKER_ROLE and cluster.zookeeper is not None and cluster.zookeeper.port:
+            ZkServerConfig.from_properties(props)  # (before `up` starts ZooKeeper its address is unknown)
+        else:
+            parse_broker_config(props)
     for node in nodes:
         node.extra.update(configs)
 

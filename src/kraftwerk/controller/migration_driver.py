@@ -190,6 +190,8 @@ class MigrationDriver:
         self.last_delta_write_ms = 0
         self.unready_brokers: dict[int, str] = {}
         """WAIT_FOR_BROKERS: the ZooKeeper brokers not registered as migrating, and why."""
+        self._waiting_for: str | None = None
+        """What WAIT_FOR_BROKERS last logged it waits for."""
         self.broker_requests: list[BrokerRequest] = []
         """LeaderAndIsr / UpdateMetadata / StopReplica for the ZooKeeper brokers, for the runtime to
         send (it empties the list)."""
@@ -206,6 +208,7 @@ class MigrationDriver:
                 f"Invalid transition in migration driver from {self.state.name} to {new.name}")
         if new is not self.state:
             self.unready_brokers = {}
+            self._waiting_for = None
             log.info("[KRaftMigrationDriver id=%d] %d transitioning from %s to %s state",
                      self.node_id, self.node_id, self.state.name, new.name)
             self._retry_at_ms = 0
@@ -269,22 +272,26 @@ class MigrationDriver:
 
     def zk_brokers(self, broker_ids: frozenset[int], reasons: Mapping[int, str] | None = None) -> None:
         """The broker ids ZooKeeper knows; WAIT_FOR_BROKERS moves on once each has registered with
-        the quorum as a migrating ZooKeeper broker (none in ZooKeeper: nothing to wait for).
+        the quorum as a migrating ZooKeeper broker. None in ZooKeeper: wait, as Kafka does, for
+        brokers to register (a migration with every broker down would strand their partitions).
         ``reasons``: why a broker cannot be ready, as its ``/brokers/ids`` znode tells (no migration
         flag, an old IBP, not running), named in the log and :attr:`unready_brokers`."""
         self._done(ReadZkBrokers)
         if self.state is not S.WAIT_FOR_BROKERS or self._published is None:
+            return
+        if not broker_ids:
+            self.unready_brokers = {}
+            self._note_waiting("No brokers are registered in ZK, waiting for brokers to register.")
             return
         registered = self._published.image.cluster.brokers
         missing = sorted(b for b in broker_ids
                          if b not in registered or not registered[b].is_migrating_zk_broker)
         self.unready_brokers = {b: (reasons or {}).get(b, NOT_REGISTERED_WITH_KRAFT) for b in missing}
         if missing:
-            log.info("[KRaftMigrationDriver id=%d] Still waiting for ZK brokers %s to register with KRaft.",
-                     self.node_id, missing)
-            for broker_id, reason in self.unready_brokers.items():
-                log.warning("[KRaftMigrationDriver id=%d] ZK broker %d is not ready for the migration: %s",
-                            self.node_id, broker_id, reason)
+            if self._note_waiting(f"Still waiting for ZK brokers {missing} to register with KRaft."):
+                for broker_id, reason in self.unready_brokers.items():
+                    log.warning("[KRaftMigrationDriver id=%d] ZK broker %d is not ready for the migration: "
+                                "%s", self.node_id, broker_id, reason)
             return
         log.info("[KRaftMigrationDriver id=%d] Zk brokers are registered and ready for migration",
                  self.node_id)
@@ -430,6 +437,14 @@ class MigrationDriver:
             log.error("KRaft controller indicates a completed migration, but the migration driver is somehow "
                       "active.")
             self.transition_to(S.INACTIVE)
+
+    def _note_waiting(self, why: str) -> bool:
+        """Log why WAIT_FOR_BROKERS still waits, once per reason (the driver re-reads every poll)."""
+        if why == self._waiting_for:
+            return False
+        self._waiting_for = why
+        log.info("[KRaftMigrationDriver id=%d] %s", self.node_id, why)
+        return True
 
     def _done(self, kind: type) -> None:
         if isinstance(self._in_flight, kind):

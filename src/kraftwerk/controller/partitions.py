@@ -147,11 +147,13 @@ def _alter_error(image: MetadataImage, broker_id: int, reg: PartitionRegistratio
                  p: AlterPartitionRequestPartitionData, new_isr: list[int]) -> Errors:
     if reg is None:
         return Errors.UNKNOWN_TOPIC_OR_PARTITION
+    if p["leaderEpoch"] > reg.leader_epoch or p["partitionEpoch"] > reg.partition_epoch:
+        return Errors.NOT_CONTROLLER  # the leader knows more than this controller: find the active one
+    if p["leaderEpoch"] < reg.leader_epoch:
+        return Errors.FENCED_LEADER_EPOCH
     if reg.leader != broker_id:
         return Errors.INVALID_REQUEST
-    if p["leaderEpoch"] != reg.leader_epoch:
-        return Errors.FENCED_LEADER_EPOCH
-    if p["partitionEpoch"] != reg.partition_epoch:
+    if p["partitionEpoch"] < reg.partition_epoch:
         return Errors.INVALID_UPDATE_VERSION
     if broker_id not in new_isr or any(r not in reg.replicas for r in new_isr):
         return Errors.INVALID_REQUEST

@@ -259,8 +259,10 @@ class ZkController:
             for p in t.get("partitions", ()):
                 index = p.get("partitionIndex", -1)
                 error, state = self._check_isr_change(topic, index, requester, p, version)
-                if error is Errors.NONE and topic is not None:
-                    state = self._write_state(topic, index, state, out, isr=self._new_isr(p, version))
+                new_isr = self._new_isr(p, version)
+                if error is Errors.NONE and topic is not None and state is not None and \
+                        set(new_isr) != set(state.isr):
+                    state = self._write_state(topic, index, state, out, isr=new_isr)
                     changed.append((topic.name, index))
                 parts_out.append({"partitionIndex": index, "errorCode": error.code,
                                   "leaderId": state.leader if state else NO_LEADER,
@@ -281,11 +283,16 @@ class ZkController:
         if topic is None or index not in topic.states:
             return (Errors.UNKNOWN_TOPIC_ID if version >= 2 else Errors.UNKNOWN_TOPIC_OR_PARTITION), None
         state = topic.states[index]
-        if state.leader != requester or p.get("leaderEpoch") != state.leader_epoch:
+        leader_epoch, partition_epoch = p.get("leaderEpoch", -1), p.get("partitionEpoch", -1)
+        if leader_epoch > state.leader_epoch or partition_epoch > state.zk_version:
+            return Errors.NOT_CONTROLLER, state  # the leader knows more than this controller
+        if state.leader != requester or leader_epoch < state.leader_epoch:
             return Errors.FENCED_LEADER_EPOCH, state
-        if p.get("partitionEpoch") != state.zk_version:
-            return Errors.INVALID_UPDATE_VERSION, state
         new_isr = self._new_isr(p, version)
+        if set(new_isr) == set(state.isr):
+            return Errors.NONE, state  # already so (a resend after a lost answer): the current state
+        if partition_epoch < state.zk_version:
+            return Errors.INVALID_UPDATE_VERSION, state
         replicas = topic.replicas[index]
         if not new_isr or state.leader not in new_isr or any(
                 b not in replicas or b not in self.brokers for b in new_isr):

@@ -236,6 +236,16 @@ class MetadataDelta:
 
     def replay(self, record: MetadataRecord, offset: int = -1) -> None:
         """Apply one record. ``offset`` is its log offset (for the features epoch), if known."""
+        if self._txn is None:  # the usual case, once per record of a cold load: no extra call
+            handler = _HANDLERS.get(record.spec.name)
+            if handler is not None:
+                handler(self, record.value, offset)
+                self.records_replayed += 1
+                return
+        self._replay_with_transactions(record, offset)
+
+    def _replay_with_transactions(self, record: MetadataRecord, offset: int) -> None:
+        """A transaction's markers and the records inside one; an unknown record type."""
         name = record.spec.name
         if name == "BeginTransactionRecord":
             if self._txn is not None:
@@ -420,8 +430,10 @@ class MetadataDelta:
         self._configs[ConfigResource(ConfigResourceType.TOPIC, name)] = {}
 
     def _partition(self, value: Value, offset: int) -> None:
-        change = self._topic_change(value["topicId"],
-                                    lambda: f"replay PartitionRecord {value.get('partitionId')}")
+        change = self._topics.get(value["topicId"])  # the topic's earlier partitions made it
+        if change is None:
+            change = self._topic_change(value["topicId"],
+                                        lambda: f"replay PartitionRecord {value.get('partitionId')}")
         change.partitions[value["partitionId"]] = partition_from_record(value, self._shared)
 
     def _partition_change(self, value: Value, offset: int) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import operator
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -38,6 +39,9 @@ class MetadataSourceError(ImageError):
     """A metadata log directory or file that cannot be read as one."""
 
 
+_offset_and_record = operator.itemgetter(0, 2)  # of a LogEntry, without a Python frame per record
+
+
 def read_batches(path: Path, *, min_offset: int = 0, snapshot: bool = False) -> Iterator[MetadataBatch]:
     """The batches of one segment (records below ``min_offset`` skipped) or, with ``snapshot``, of
     a snapshot file, whose header and footer records are checked as Kafka's snapshot reader does."""
@@ -45,8 +49,8 @@ def read_batches(path: Path, *, min_offset: int = 0, snapshot: bool = False) -> 
         batches = iter_snapshot_batches(path) if snapshot else iter_metadata_batches(path,
                                                                                     min_offset=min_offset)
         for batch in batches:
-            records = tuple((e.offset, e.record) for e in batch.entries
-                            if isinstance(e.record, MetadataRecord))
+            # a data batch holds metadata records only, a control batch none
+            records = () if batch.is_control else tuple(map(_offset_and_record, batch.entries))
             yield MetadataBatch(batch.base_offset, batch.last_offset, batch.leader_epoch,
                                 batch.append_time, records, batch.is_control)
     except StorageError as exc:

@@ -10,9 +10,12 @@ where the generated code lets one escape (``codec.decode_from`` turns those into
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_SetItem
+from cpython.list cimport PyList_GET_ITEM
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcpy
+from libc.string cimport memcmp, memcpy
 
 import struct
 
@@ -97,13 +100,54 @@ cdef object _fresh(object value):
     return value
 
 
+cdef class Decoder
+
+
+cdef enum:
+    UUID_SLOTS = 256  # a power of two: the slot is the top bits of a hash
+
+
+cdef class _Uuids:
+    """The UUIDs one decoder made lately, by their 16 bytes (a direct-mapped cache).
+
+    A metadata log repeats a few ids millions of times (a topic's in each of its partitions, a
+    broker's directories in every replica); finding one here costs a fraction of making the bytes
+    object that ``uuid_of`` (itself a cache) takes. A miss asks ``uuid_of`` and keeps its answer.
+    """
+    cdef uint8_t keys[UUID_SLOTS][16]
+    cdef PyObject *values[UUID_SLOTS]  # owned references; NULL for an empty slot
+    cdef object uuid_of
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i
+        for i in range(UUID_SLOTS):
+            Py_XDECREF(self.values[i])
+
+    cdef object get(self, const uint8_t *p):
+        cdef uint64_t lo, hi
+        memcpy(&lo, p, 8)
+        memcpy(&hi, p + 8, 8)
+        cdef Py_ssize_t slot = <Py_ssize_t>(((lo ^ (hi * 31)) * <uint64_t>0x9E3779B97F4A7C15) >> 56)
+        cdef PyObject *old = self.values[slot]
+        if old != NULL and memcmp(self.keys[slot], p, 16) == 0:
+            return <object>old
+        v = self.uuid_of(PyBytes_FromStringAndSize(<const char *>p, 16))
+        # read the slot again: another thread may have filled it while ``uuid_of`` ran
+        old = self.values[slot]
+        Py_INCREF(v)
+        self.values[slot] = <PyObject *>v
+        memcpy(self.keys[slot], p, 16)
+        Py_XDECREF(old)  # last: the slot is consistent before anything a release runs
+        return v
+
+
 cdef class _Reader:
     """The buffer being decoded: its bytes and length (bounds of every read), and the codec's
     shared helpers (handed in, so that this module never imports the codec it serves)."""
     cdef const uint8_t *b
     cdef Py_ssize_t n
     cdef bytes buf
-    cdef object uuid_of
+    cdef Decoder owner  # whose UUID cache the reads use
     cdef str unknown
 
 
@@ -225,9 +269,9 @@ cdef object _primitive(_Reader r, Py_ssize_t *pos, Py_ssize_t limit, bint flexib
         if p + 16 > limit:
             raise _too_long("uuid", 16, limit - p)
         if p + 16 > r.n:  # only when ``limit`` lies past the buffer: the slice comes out short
-            v = r.uuid_of(r.buf[p:p + 16])
+            v = r.owner.uuid_of(r.buf[p:p + 16])
         else:
-            v = r.uuid_of(PyBytes_FromStringAndSize(<const char *>r.b + p, 16))
+            v = r.owner.uuids().get(r.b + p)
         pos[0] = p + 16
         return v
     if flexible:
@@ -345,16 +389,26 @@ cdef class Decoder:
     ones; ``buf`` is ``bytes`` (``codec.decode_from`` converts other buffers first)."""
     cdef _Struct root
     cdef object uuid_of
+    cdef _Uuids _uuids  # made on the first UUID read: most messages have none
     cdef str unknown
 
-    def __call__(self, bytes buf, Py_ssize_t pos, Py_ssize_t end):
+    cdef _Uuids uuids(self):
+        if self._uuids is None:
+            self._uuids = _Uuids.__new__(_Uuids)
+            self._uuids.uuid_of = self.uuid_of
+        return self._uuids
+
+    cdef dict decode(self, bytes buf, Py_ssize_t *pos, Py_ssize_t end):
         cdef _Reader r = _Reader.__new__(_Reader)
-        r.uuid_of = self.uuid_of
+        r.owner = self
         r.unknown = self.unknown
         r.buf = buf
         r.b = <const uint8_t *>PyBytes_AS_STRING(buf)
         r.n = PyBytes_GET_SIZE(buf)
-        value = self.root.decode(r, &pos, end)
+        return self.root.decode(r, pos, end)
+
+    def __call__(self, bytes buf, Py_ssize_t pos, Py_ssize_t end):
+        value = self.decode(buf, &pos, end)
         return value, pos
 
 
@@ -365,4 +419,81 @@ def decoder(tuple plan, uuid_of, str unknown):
     d.root = _struct(plan)
     d.uuid_of = uuid_of
     d.unknown = unknown
+    return d
+
+
+cdef enum:
+    FRAME_VERSION = 1
+    ONE_BYTE = 0x80  # api keys and versions below this take one varint byte each
+
+
+cdef extern from *:
+    """
+    /* an instance of a slots class with every slot empty, as object.__new__ makes */
+    static PyObject *kw_alloc(PyTypeObject *t) { return t->tp_alloc(t, 0); }
+    /* a slot's member descriptor sets it directly, as object.__setattr__ would after finding it */
+    static int kw_set_slot(PyObject *descr, PyObject *obj, PyObject *value) {
+        return Py_TYPE(descr)->tp_descr_set(descr, obj, value);
+    }
+    """
+    object kw_alloc(PyTypeObject *t)
+    int kw_set_slot(object descr, object obj, object value) except -1
+
+
+cdef class FrameDecoder:
+    """``frame.decode_metadata_record`` for the frames a log is made of: bytes whose frame version,
+    api key and record version take one byte each, of a known record at a supported version, that
+    decode without error to the last byte. Every other input (and every failure) goes to the pure
+    function, so errors and their texts are its own; a cold load decodes a million records here
+    without a Python frame for each."""
+    cdef object pure
+    cdef object known  # (api_key, version) -> (spec, decoder), or None when the pure path must say why
+    cdef list found  # api_key * ONE_BYTE + version -> (spec, Decoder), None, or False (not asked yet)
+    cdef object record_type
+    cdef object spec_slot, version_slot, value_slot
+
+    def __call__(self, data):
+        cdef const uint8_t *b
+        cdef Py_ssize_t n, pos = 3
+        cdef object entry
+        if type(data) is not bytes:
+            return self.pure(data)
+        b = <const uint8_t *>PyBytes_AS_STRING(data)
+        n = PyBytes_GET_SIZE(data)
+        if n < 3 or b[0] != FRAME_VERSION or b[1] >= ONE_BYTE or b[2] >= ONE_BYTE:
+            return self.pure(data)
+        entry = <object>PyList_GET_ITEM(self.found, b[1] * ONE_BYTE + b[2])
+        if entry is False:
+            entry = self.known(b[1], b[2])
+            if entry is not None and type(entry[1]) is not Decoder:
+                entry = None
+            self.found[b[1] * ONE_BYTE + b[2]] = entry
+        if entry is None:
+            return self.pure(data)
+        spec, dec = <tuple>entry
+        try:
+            value = (<Decoder>dec).decode(<bytes>data, &pos, n)
+        except Exception:
+            return self.pure(data)
+        if pos != n:
+            return self.pure(data)
+        record = kw_alloc(<PyTypeObject *>self.record_type)
+        kw_set_slot(self.spec_slot, record, spec)
+        kw_set_slot(self.version_slot, record, b[2])
+        kw_set_slot(self.value_slot, record, value)
+        return record
+
+
+def frame_decoder(record_type, known, pure):
+    """The compiled ``decode_metadata_record``: ``record_type`` is the frozen slots dataclass it
+    makes (spec, version, value), ``known(api_key, version)`` the (spec, decoder) of a record the
+    pure path would decode or None, ``pure`` the pure function itself."""
+    cdef FrameDecoder d = FrameDecoder.__new__(FrameDecoder)
+    d.pure = pure
+    d.known = known
+    d.found = [False] * (ONE_BYTE * ONE_BYTE)
+    d.record_type = record_type
+    d.spec_slot = record_type.__dict__["spec"]
+    d.version_slot = record_type.__dict__["version"]
+    d.value_slot = record_type.__dict__["value"]
     return d

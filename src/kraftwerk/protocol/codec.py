@@ -609,6 +609,12 @@ _DECODE_FAILURES = (struct.error, IndexError, UnicodeDecodeError, ValueError, Ov
 _ENCODE_FAILURES = (struct.error, TypeError, AttributeError, UnicodeEncodeError, ValueError, OverflowError)
 
 
+def decoder_for(spec: MessageSpec, version: int) -> Decoder:
+    """The decoder of a (message, version) :func:`decode_from` uses (``buf`` must be ``bytes``)."""
+    _check_version(spec, version)
+    return _codec(spec, version)[0]
+
+
 def decode_from(spec: MessageSpec, version: int, buf: bytes, pos: int = 0, end: int | None = None
                 ) -> tuple[Value, int]:
     """Decode one message body starting at ``pos``; returns the value and the position after it."""

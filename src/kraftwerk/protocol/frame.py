@@ -6,15 +6,20 @@ its version (both unsigned varints), then the record body.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
+from kraftwerk.native import compiled
 from kraftwerk.protocol import codec
 from kraftwerk.protocol.errors import DecodeError, UnknownMessageError
 from kraftwerk.protocol.registry import all_specs, by_api_key
 from kraftwerk.protocol.schema import Kind, MessageSpec
 
 FRAME_VERSION = 1
+
+#: the compiled twin of the frame decoder, or None (pure Python)
+NATIVE = compiled("kraftwerk.protocol._ccodec")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +46,10 @@ def _metadata_specs() -> dict[int, MessageSpec]:
     return {s.api_key: s for s in all_specs() if s.kind is Kind.METADATA}
 
 
-def decode_metadata_record(data: bytes) -> MetadataRecord:
-    """Decode a framed metadata record; unknown frame versions and api keys are DecodeErrors."""
+def _decode_metadata_record_py(data: bytes) -> MetadataRecord:
+    """Decode a framed metadata record; unknown frame versions and api keys are DecodeErrors.
+
+    The pure reference of ``_ccodec.FrameDecoder``, which hands it every input it does not take."""
     if len(data) > 2 and data[0] < 0x80 and data[1] < 0x80 and data[2] < 0x80:  # the usual: one byte each
         frame, api_key, version, pos = data[0], data[1], data[2], 3
     else:
@@ -74,3 +81,17 @@ _new_record = object.__new__
 _set_spec = MetadataRecord.__dict__["spec"].__set__
 _set_version = MetadataRecord.__dict__["version"].__set__
 _set_value = MetadataRecord.__dict__["value"].__set__
+
+
+def _known_frame(api_key: int, version: int) -> tuple[MessageSpec, codec.Decoder] | None:
+    """The record and decoder of a frame :func:`_decode_metadata_record_py` would decode, else None."""
+    spec = _metadata_specs().get(api_key)
+    if spec is None or version not in spec.valid_versions:
+        return None
+    return spec, codec.decoder_for(spec, version)
+
+
+#: the frame decoder in use: the compiled twin when built (see :mod:`kraftwerk.native`)
+decode_metadata_record: Callable[[bytes], MetadataRecord] = (
+    _decode_metadata_record_py if NATIVE is None
+    else NATIVE.frame_decoder(MetadataRecord, _known_frame, _decode_metadata_record_py))

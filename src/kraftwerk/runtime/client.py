@@ -56,8 +56,9 @@ class Connection:
         """A connection, TLS-wrapped and SASL-authenticated as ``security`` says."""
         hostname = None if security.context is None else host
         try:
-            opening = asyncio.open_connection(host, port, ssl=security.context, server_hostname=hostname)
-            reader, writer = await asyncio.wait_for(opening, connect_timeout_s)
+            async with asyncio.timeout(connect_timeout_s):  # not wait_for: see request()
+                reader, writer = await asyncio.open_connection(host, port, ssl=security.context,
+                                                               server_hostname=hostname)
         except (OSError, TimeoutError) as exc:
             raise NetworkError(f"Connection to {host}:{port} failed: {exc}") from None
         conn = cls(reader, writer, client_id=client_id, max_frame_bytes=max_frame_bytes)
@@ -94,7 +95,11 @@ class Connection:
         except ConnectionError as exc:
             self._fail(ConnectionClosedError(f"Connection lost: {exc}"))
         try:
-            return await asyncio.wait_for(asyncio.shield(future), timeout_s)
+            # Python 3.11's wait_for returns the result when the response lands in the same loop
+            # turn as a cancellation, swallowing it: a fetcher loop cancelled at shutdown then ran on
+            # forever and the broker never closed its ZooKeeper session. asyncio.timeout keeps it.
+            async with asyncio.timeout(timeout_s):
+                return await asyncio.shield(future)
         except TimeoutError:
             self._fail(RequestTimeoutError(f"Request (api key {api_key} v{api_version}) timed out "
                                            f"after {timeout_s:g}s"))

@@ -18,12 +18,14 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import random
 import shutil
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kraftwerk.backoff import ExponentialBackoff
 from kraftwerk.broker.replica import (
     BecomeFollower,
     BecomeLeader,
@@ -32,6 +34,7 @@ from kraftwerk.broker.replica import (
     ReplicaManager,
     StopReplica,
     TopicPartition,
+    alter_partition_answers,
     alter_partition_body,
 )
 from kraftwerk.controller.common import shape_response
@@ -57,6 +60,8 @@ DATA_API_KEYS = (
 )
 FOLLOWER_FETCH_VERSION = 12
 ALTER_PARTITION_VERSION = 3
+ALTER_PARTITION_BACKOFF = ExponentialBackoff(50, 1000, jitter=0.2)
+"""Kafka's 50 ms after a failed AlterPartition, growing to reconnect.backoff.max.ms while it keeps failing."""
 FOLLOWER_MAX_WAIT_MS = 500
 REPLICA_FETCH_MAX_BYTES = 1 << 20
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
@@ -98,6 +103,7 @@ class DataPlane:
         self._leader_clients: dict[int, ReconnectingClient] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._pids = itertools.count(1)
+        self._rng = random.Random()
         self._producers: dict[tuple[TopicPartition, int], tuple[int, int, int, int]] = {}
         """(tp, producer id) → (epoch, last sequence, first offset, last offset) of its last batch."""
 
@@ -148,7 +154,18 @@ class DataPlane:
                 self._notify(change.tp)
             except StorageError as exc:
                 log.error("[ReplicaManager broker=%d] cannot open %s: %s", self.node_id, change.tp, exc)
+        for tp in list(self.replicas.partitions):
+            self._isr_settled(tp)
         self._sync_fetchers()
+
+    def _isr_settled(self, tp: TopicPartition) -> None:
+        """An ISR the controller decided may let the HW move at once (a shrink away from a silent
+        follower: Kafka's maybeIncrementLeaderHW after an ISR update), waking acks=all produces."""
+        st = self.replicas.leader(tp)
+        plog = self.logs.get(tp)
+        if not isinstance(st, Errors) and plog is not None and \
+                self.replicas.update_high_watermark(st, plog.log_end_offset):
+            self._notify(tp)
 
     def _log_config(self, topic: str) -> LogConfig:
         def cfg(name: str, broker_name: str, default: str) -> int:
@@ -541,26 +558,37 @@ class DataPlane:
     # ------------------------------------------------------------------ ISR changes
 
     async def _alter_partition(self, changes: list[IsrChange]) -> None:
+        """Send ``changes`` until each is settled (Kafka's AlterPartitionManager, which never times
+        an AlterPartition out): a lost answer, a controller switch or a retriable error resends the
+        same change after a backoff, with the broker epoch of the moment."""
+        for attempt in itertools.count():
+            changes = [c for c in changes if self.replicas.is_pending(c)]
+            if not changes:
+                return
+            if attempt:
+                await asyncio.sleep(ALTER_PARTITION_BACKOFF.jittered_ms(attempt - 1, self._rng) / 1000)
+            changes = await self._alter_partition_once(changes)
+
+    async def _alter_partition_once(self, changes: list[IsrChange]) -> list[IsrChange]:
+        """One AlterPartition for ``changes``; returns those to send again."""
         epochs = {b.id: b.epoch for b in self._image.cluster.brokers.values()}
         body = alter_partition_body(self.node_id, self._broker_epoch(), changes, epochs,
                                     ALTER_PARTITION_VERSION)
         try:
             response = await self._controller_request(ApiKey.ALTER_PARTITION, ALTER_PARTITION_VERSION, body)
         except NetworkError as exc:
-            log.info("[Partition broker=%d] AlterPartition failed: %s", self.node_id, exc)
-            for c in changes:
-                self.replicas.on_alter_partition_result(c, Errors.NETWORK_EXCEPTION, None)
-            return
-        results = {(t["topicId"], p["partitionIndex"]): p for t in response.get("topics", ())
-                   for p in t.get("partitions", ())}
-        top = Errors.for_code(response.get("errorCode", 0))
-        for c in changes:
-            r = results.get((c.topic_id, c.tp.partition))
-            error = top if top is not Errors.NONE or r is None else Errors.for_code(r["errorCode"])
-            self.replicas.on_alter_partition_result(c, error, r)
-            log.info("[Partition %s broker=%d] ISR update to %s: %s", c.tp, self.node_id, list(c.new_isr),
-                     error.name)
-            self._notify(c.tp)
+            log.info("[Partition broker=%d] AlterPartition got no answer (%s): retrying", self.node_id, exc)
+            return [c for c in changes if self.replicas.on_alter_partition_result(c, Errors.NETWORK_EXCEPTION,
+                                                                                  None)]
+        again = []
+        for c, error, result in alter_partition_answers(changes, response):
+            retry = self.replicas.on_alter_partition_result(c, error, result)
+            again += [c] if retry else []
+            outcome = error.name if result is not None or error is not Errors.NONE else "not in the answer"
+            log.info("[Partition %s broker=%d] ISR update to %s: %s%s", c.tp, self.node_id, list(c.new_isr),
+                     outcome, ", retrying" if retry else "")
+            self._isr_settled(c.tp)
+        return again
 
     # ------------------------------------------------------------------ follower fetching
 

@@ -464,6 +464,20 @@ class LocalCluster:
                     time.sleep(0.01)
             node.pid = None
         self.save()
+        zk_killed = [n for n in nodes if n.node_id in killed and n.roles == ZK_BROKER_ROLE]
+        if zk_killed and self.zookeeper is not None and self.zookeeper.port:
+            # its session outlives a killed ZooKeeper broker until ZooKeeper expires it, and with it
+            # /brokers/ids/<id>: a restart before then would find its id taken
+            from kraftwerk.runtime.zookeeper import wait_znodes_gone
+
+            session_ms = max(int(self.properties(b).get("zookeeper.session.timeout.ms", "18000"))
+                             for b in zk_killed)
+            timeout_s = 2 * session_ms / 1000 + 5
+            left = wait_znodes_gone(self.zookeeper.connect_string,
+                                    [f"/brokers/ids/{b.node_id}" for b in zk_killed], timeout_s)
+            if left:
+                raise NodeError(f"{', '.join(left)} of killed broker(s) still registered after "
+                                f"{timeout_s:g}s (the ZooKeeper session did not expire)")
         return killed
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from kraftwerk.runtime.errors import NodeError
 from kraftwerk.runtime.local_cluster import (
@@ -130,32 +130,38 @@ def migration_state(cluster: LocalCluster) -> dict[str, str] | None:
     return migration_summary(gauges) if gauges else None
 
 
-def run_phase(cluster: LocalCluster, phase: str, timeout_s: float = WAIT_S) -> None:
-    """Carry out one phase (each is idempotent: a phase cut short runs again from its start)."""
+def run_phase(cluster: LocalCluster, phase: str, timeout_s: float = WAIT_S,
+              progress: Callable[[str], None] = lambda _step: None) -> None:
+    """Carry out one phase (each is idempotent: a phase cut short runs again from its start);
+    ``progress`` hears what it is doing now (the broker it rolls, the migration state it waits on)."""
     try:
         if phase == "controllers":
             nodes = add_migration_controllers(cluster)
             for node in nodes:
                 if node.pid is None or not pid_alive(node.pid):
                     cluster.start(node)
+            progress(f"waiting for controllers {', '.join(str(n.node_id) for n in nodes)}")
             cluster.wait_ready(nodes, timeout_s)
         elif phase == "brokers-migrating":
             configs = broker_migration_configs(cluster)
             todo = [b for b in zk_brokers(cluster) if b.extra.get(MIGRATION_FLAG) != "true"]
             for broker in todo:
+                progress(f"rolling broker {broker.node_id}")
                 broker.extra.update(configs)
                 cluster.roll(None, [broker.node_id], timeout_s=timeout_s, keep_software=True)
         elif phase == "dual-write":
-            _wait(cluster, "MIGRATION", "DUAL_WRITE", timeout_s)
+            _wait(cluster, "MIGRATION", "DUAL_WRITE", timeout_s, progress)
         elif phase == "brokers-kraft":
             for broker in zk_brokers(cluster):
+                progress(f"rolling broker {broker.node_id} into KRaft mode")
                 _roll_into_kraft(cluster, broker, timeout_s)
         elif phase == "finalize":
             for controller in cluster.controllers:
                 controller.extra[MIGRATION_FLAG] = "false"
+            progress("rolling the controllers")
             cluster.roll(None, [c.node_id for c in cluster.roll_order() if c.is_controller],
                          timeout_s=timeout_s, keep_software=True)
-            _wait(cluster, "POST_MIGRATION", None, timeout_s)
+            _wait(cluster, "POST_MIGRATION", None, timeout_s, progress)
         else:
             raise NodeError(f"unknown phase {phase}")
     except (NodeError, OSError) as exc:
@@ -176,11 +182,13 @@ def _roll_into_kraft(cluster: LocalCluster, broker: LocalNode, timeout_s: float)
         raise NodeError(f"broker {broker.node_id} came back fenced in KRaft mode: {fenced[broker.node_id]}")
 
 
-def _wait(cluster: LocalCluster, zk_state: str, driver_state: str | None, timeout_s: float) -> None:
+def _wait(cluster: LocalCluster, zk_state: str, driver_state: str | None, timeout_s: float,
+          progress: Callable[[str], None]) -> None:
     deadline = time.monotonic() + timeout_s
     seen: dict[str, str] | None = None
     while True:
         seen = migration_state(cluster)
+        progress(", ".join(f"{k}={v}" for k, v in seen.items()) if seen else "no active controller yet")
         if seen is not None and seen.get("zkMigrationState") == zk_state and (
                 driver_state is None or seen.get("driverState") == driver_state):
             return

@@ -31,6 +31,7 @@ from kraftwerk.versions.software import SoftwareVersion
 
 IBP_CONFIG = "inter.broker.protocol.version"
 MIGRATION_CONFIG = "zookeeper.metadata.migration.enable"
+CONTROLLER_LISTENERS_CONFIG = "controller.listener.names"
 
 
 def is_zookeeper_mode(props: Mapping[str, str]) -> bool:
@@ -120,7 +121,31 @@ class ZkServerConfig:
         voters = _parse_voters(",".join(parsed.elements("controller.quorum.voters")))
         quorum = tuple((v.host, v.port) for v in voters) or _parse_bootstrap_servers(
             ",".join(parsed.elements("controller.quorum.bootstrap.servers")))
-        if quorum and config.migration_enabled and not ibp.is_migration_supported():
-            raise ConfigError(f"Cannot enable ZooKeeper migration without setting '{IBP_CONFIG}' to 3.4 or "
-                              "higher")
+        names = [n.strip() for n in parsed.text(CONTROLLER_LISTENERS_CONFIG).split(",") if n.strip()]
+        _check_migration(config.migration_enabled, quorum, names, ibp, len(directories))
         return dataclasses.replace(config, security=MappingProxyType(security), controller_quorum=quorum)
+
+
+def _check_migration(enabled: bool, quorum: tuple[tuple[str, int], ...], controller_listeners: list[str],
+                     ibp: MetadataVersion, log_dir_count: int) -> None:
+    """Kafka 3.9's ``KafkaConfig`` checks of a ZooKeeper-mode broker, in its order: in a migration the
+    broker must reach the KRaft quorum (else it would sit in ``/brokers/ids`` while the controllers
+    wait for it forever); outside one it must not name controller listeners."""
+    if not enabled:
+        if controller_listeners:
+            raise ConfigError(f"{CONTROLLER_LISTENERS_CONFIG} must be empty when not running in KRaft mode: "
+                              f"[{', '.join(controller_listeners)}]")
+        return
+    if not quorum:
+        raise ConfigError(f"If using {MIGRATION_CONFIG}, either controller.quorum.bootstrap.servers must "
+                          "contain the set of bootstrap controllers or controller.quorum.voters must contain "
+                          "a parseable set of controllers.")
+    if not controller_listeners:
+        raise ConfigError(f"{CONTROLLER_LISTENERS_CONFIG} must not be empty when running in ZooKeeper "
+                          "migration mode: []")
+    if not ibp.is_migration_supported():
+        raise ConfigError(f"Cannot enable ZooKeeper migration without setting '{IBP_CONFIG}' to 3.4 or "
+                          "higher")
+    if log_dir_count > 1 and not ibp.is_directory_assignment_supported():
+        raise ConfigError("Cannot enable ZooKeeper migration with multiple log directories (aka JBOD) "
+                          f"without setting '{IBP_CONFIG}' to {MetadataVersion.IBP_3_7_IV2} or higher")

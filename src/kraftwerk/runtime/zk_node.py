@@ -69,6 +69,9 @@ FORWARDED_KEYS = frozenset({ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.C
 """What a broker in migration forwards to the KRaft controller (the rest it answers itself)."""
 ADMIN_WAIT_S = 30.0
 """How long CreateTopics / DeleteTopics wait for the controller's decision to reach this broker."""
+STOP_STEP_TIMEOUT_S = 3.0
+"""How long one shutdown step may take: the steps before the ZooKeeper session's close stay well
+inside the 10 s a roll waits before it kills the broker."""
 
 
 class ZkNode:
@@ -216,16 +219,25 @@ class ZkNode:
                                  version=encode.broker_registration_version(True, migration is not None),
                                  migration=migration)
         path = f"/brokers/ids/{self.node_id}"
-        try:
-            _, stat = self._client.create(path, encode.encode_broker(info), ephemeral=True, include_data=True)
-        except Exception as exc:
-            if self.zk is not None and isinstance(exc, self.zk.node_exists):
-                raise NodeError(f"Error while creating ephemeral at {path}, node already exists: another "
-                                f"broker registered id {self.node_id}") from None
-            raise
-        return int(stat.czxid)
+        assert self.zk is not None
+        while True:
+            try:
+                _, stat = self._client.create(path, encode.encode_broker(info), ephemeral=True,
+                                              include_data=True)
+                return int(stat.czxid)
+            except self.zk.node_exists:
+                held = self._client.exists(path)
+                if held is None:
+                    continue  # it went away while we looked (Kafka creates it again)
+                # another broker with this id, or this broker's previous session not yet expired
+                raise NodeError(f"Error while creating ephemeral at {path}, node already exists and owner "
+                                f"'0x{held.ephemeralOwner:x}' does not match current session "
+                                f"'0x{self._client.client_id[0]:x}'") from None
 
     async def stop(self) -> None:
+        """Kafka's order (controlled shutdown, listeners, replicas, controller, ZooKeeper last), each
+        step bounded: whatever hangs, the ZooKeeper session is closed, so ``/brokers/ids/<id>`` (and
+        ``/controller``) vanish at once instead of when ZooKeeper expires the session."""
         log.info("[KafkaServer id=%d] shutting down", self.node_id)
         self.stopped.set()
         for task in list(self._tasks):
@@ -235,15 +247,30 @@ class ZkNode:
         for server in self.servers:
             await server.close()
         if self.data_plane is not None:
-            await self.data_plane.close()
-        for peer in self._peers.values():
-            await peer.close()
+            await self._bounded("closing the replicas and logs", self.data_plane.close())
+        await self._bounded("closing the connections to brokers", self._close_peers())
         if self._client is not None:
             await asyncio.to_thread(self._close_client)
         self._ready_path().unlink(missing_ok=True)
         for lock in self._locks:
             lock.release()
         log.info("[KafkaServer id=%d] shut down completed", self.node_id)
+
+    async def _close_peers(self) -> None:
+        for peer in self._peers.values():
+            await peer.close()
+
+    async def _bounded(self, step: str, work: Awaitable[None]) -> None:
+        """One shutdown step, abandoned after :data:`STOP_STEP_TIMEOUT_S` (``asyncio.wait`` does not
+        wait for the abandoned work to finish cancelling, as ``wait_for`` would)."""
+        task = asyncio.ensure_future(work)
+        done, _ = await asyncio.wait({task}, timeout=STOP_STEP_TIMEOUT_S)
+        if not done:
+            task.cancel()
+            log.warning("[KafkaServer id=%d] %s did not finish within %gs; shutting down anyway",
+                        self.node_id, step, STOP_STEP_TIMEOUT_S)
+        elif not task.cancelled() and task.exception() is not None:
+            log.warning("[KafkaServer id=%d] %s failed: %s", self.node_id, step, task.exception())
 
     def _close_client(self) -> None:
         with contextlib.suppress(Exception):

@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,3 +153,22 @@ class ZooKeeperServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def wait_znodes_gone(connect_string: str, paths: Sequence[str], timeout_s: float) -> list[str]:
+    """Wait until none of ``paths`` exists (the ephemerals of a session ZooKeeper has yet to expire);
+    returns those still there after ``timeout_s``. An unreachable ZooKeeper returns []: it expires
+    the sessions itself once it is back, before anyone can register again."""
+    from kraftwerk.migration.errors import ZooKeeperError
+    from kraftwerk.migration.reader import connect
+
+    deadline = time.monotonic() + timeout_s
+    try:
+        with connect(connect_string) as client:
+            left = [p for p in paths if client.exists(p) is not None]
+            while left and time.monotonic() < deadline:
+                time.sleep(0.1)
+                left = [p for p in left if client.exists(p) is not None]
+            return left
+    except ZooKeeperError:
+        return []
