@@ -124,3 +124,20 @@ def test_a_fault_during_a_metadata_version_upgrade(cluster: LocalCluster, role: 
         assert level in (start, start + 1)
     # a restarted former leader does not claim to be the active controller of an empty log
     assert "appears to be empty" not in node.log_path(cluster.root).read_text()[log_start:]
+
+
+def test_a_controller_stopped_while_the_others_fetch_logs_no_traceback(cluster: LocalCluster) -> None:
+    """SIGTERM the active controller a few times while the other controllers and the brokers fetch
+    from it and then ask for its vote: what reaches it during the shutdown is dropped or answered
+    (as Kafka's stopped socket server closes its connections), never a traceback in its log."""
+    _converged(cluster)
+    for _ in range(3):
+        node = _target(cluster, "controller")
+        log_start = node.log_path(cluster.root).stat().st_size
+        assert cluster.stop([node]) == []  # it exited within the grace period
+        stopped_log = node.log_path(cluster.root).read_text()[log_start:]
+        assert "shut down completed" in stopped_log
+        assert "Traceback" not in stopped_log and " ERROR " not in stopped_log, stopped_log
+        cluster.start(node)
+        assert cluster.wait_ready([node], timeout_s=90) == {}
+        _converged(cluster)

@@ -181,11 +181,17 @@ def test_add_voter_after_it_caught_up_then_remove_the_leader(caplog: pytest.LogC
     net = dynamic_cluster()
     newcomer = net.add(4)
     net.run(2_000)  # it follows as an observer first
-    net.request(ApiKey.ADD_RAFT_VOTER, add_body(4), 1)
-    net.run(1_000)
+    with caplog.at_level("INFO", logger="kraftwerk.raft.roles.leader"):
+        net.request(ApiKey.ADD_RAFT_VOTER, add_body(4), 1)
+        net.run(1_000)
     assert net.answers[1] == {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None}
     for node in net.nodes.values():
         assert node.voters == (1, 2, 3, 4)
+    adder = net.leader()
+    [appended] = [m for m in caplog.messages if "appended the voter set" in m]
+    where = adder.log.end_offset - 1  # the VotersRecord, the last record (nothing appended since)
+    keys = adder.voter_set.keys_text
+    assert appended == f"node {adder.node_id} appended the voter set {keys} at offset {where}"
     assert newcomer.is_voter
     # the new voter now counts: removing the leader makes it resign once the change commits
     old = net.leader()
@@ -195,9 +201,9 @@ def test_add_voter_after_it_caught_up_then_remove_the_leader(caplog: pytest.LogC
         net.run(6_000)
     assert net.answers[2]["errorCode"] == 0
     resigned = [m for m in caplog.messages if "resigning" in m]
-    assert resigned[0].startswith(f"leader {old.node_id} is not in the committed voter set ")
-    assert resigned[0].endswith(f"; resigning from epoch {old.epoch}")
     new = net.leader()
+    assert resigned[0] == (f"leader {old.node_id} is not in the committed voter set "
+                           f"{new.voter_set.keys_text}; resigning from epoch {old.epoch}")
     assert new is not old and not old.is_voter and old.role is not Role.LEADER
     assert new.voters == tuple(sorted({1, 2, 3, 4} - {old.node_id}))
 
@@ -242,6 +248,9 @@ def test_voter_changes_are_refused_with_kafkas_errors() -> None:
                                       "voterDirectoryId": directory(1)}, 7, net.now)
     assert [e.body["errorCode"] for e in effects] == [Errors.NOT_LEADER_OR_FOLLOWER.value.code]
     assert [n.voters for n in net.nodes.values()] == [(1, 2, 3)] * len(net.nodes)
+    net.add(7)  # it answers ApiVersions, but has not fetched from the leader yet
+    assert _error(net, ApiKey.ADD_RAFT_VOTER, add_body(7), 8) == (
+        Errors.REQUEST_TIMED_OUT, f"Aborted add voter operation for {key(7)} since it is lagging behind")
 
 
 def test_a_static_quorum_cannot_change_its_voters() -> None:

@@ -356,7 +356,8 @@ def test_a_leader_that_steps_down_answers_its_parked_fetches() -> None:
     assert leader.role is Role.FOLLOWER and leader.leader_id == 2
     [parked] = [r for r in out if isinstance(r, SendResponse) and r.destination == 5]
     part = parked.body["responses"][0]["partitions"][0]
-    assert parked.correlation_id == 2 and part["errorCode"] == 6
+    assert (parked.api_key, parked.version, parked.correlation_id) == (ApiKey.FETCH, 17, 2)
+    assert part["errorCode"] == 6
     assert part["currentLeader"] == {"leaderId": 1, "leaderEpoch": e}  # as it stood when it left
 
 
@@ -382,12 +383,12 @@ def test_a_leader_without_a_fetching_majority_resigns(caplog: pytest.LogCaptureF
     assert f"leader 1 of epoch {leader.epoch} lost contact with a majority; resigning" in caplog.messages
 
 
-def test_begin_quorum_epoch_answers() -> None:
-    leader = make(1, (1, 2, 3), ElectionState(2, None, None), request_timeout_ms=500)
+def elected_by_hand(leader: RaftNode) -> tuple[int, list[SendRequest]]:
+    """Grant every vote ``leader`` asks for by hand; when it leads and the BeginQuorumEpochs it sent."""
     t = leader.next_deadline_ms()
     pending = leader.poll(t)
     begins: list[SendRequest] = []
-    while pending:  # grant every vote by hand; collect what the new leader sends
+    while pending:
         e = pending.pop(0)
         if isinstance(e, SendRequest) and e.api_key == ApiKey.VOTE:
             grant = {"errorCode": 0, "topics": [{"topicName": "__cluster_metadata", "partitions": [{
@@ -397,6 +398,17 @@ def test_begin_quorum_epoch_answers() -> None:
         elif isinstance(e, SendRequest) and e.api_key == ApiKey.BEGIN_QUORUM_EPOCH:
             begins.append(e)
     assert leader.role is Role.LEADER
+    return t, begins
+
+
+def begun(effects: list[Effect]) -> list[int]:
+    return [e.destination for e in effects
+            if isinstance(e, SendRequest) and e.api_key == ApiKey.BEGIN_QUORUM_EPOCH]
+
+
+def test_begin_quorum_epoch_answers() -> None:
+    leader = make(1, (1, 2, 3), ElectionState(2, None, None), request_timeout_ms=500)
+    t, begins = elected_by_hand(leader)
     to2 = next(b for b in begins if b.destination == 2)
     to3 = next(b for b in begins if b.destination == 3)
     assert to2.body["voterId"] == 2
@@ -441,6 +453,91 @@ def test_the_leader_tells_a_voter_that_stopped_fetching_again() -> None:
         b for b in begins if b.destination == 2]  # the voter that fetches is not told again
 
 
+def test_begin_quorum_epoch_goes_again_after_a_failed_send_but_not_to_a_voter_that_fetches() -> None:
+    """A voter's fetch tells the leader it knows who leads (Kafka: it has acknowledged the leader)."""
+    leader = make(1, (1, 2, 3), ElectionState(2, None, None), request_timeout_ms=500)
+    t, begins = elected_by_hand(leader)
+    backoff, e = leader.config.retry_backoff_ms, leader.epoch
+    to3 = next(b for b in begins if b.destination == 3)
+    assert len(leader.handle_request(2, ApiKey.FETCH, 17, fetch_request(0, 0, e), 9, t + 1)) == 1
+    leader.handle_send_failure(3, to3.correlation_id, t + 1)  # 2's BeginQuorumEpoch stays unanswered
+    assert begun(leader.poll(t + backoff)) == []
+    assert begun(leader.poll(t + 1 + backoff)) == [3]
+    resent = leader.poll(t + leader.config.request_timeout_ms) + leader.poll(
+        t + leader.config.request_timeout_ms + backoff)
+    assert 2 not in begun(resent)
+
+
+def test_the_leader_tells_a_silent_voter_again_half_a_fetch_timeout_after_its_last_fetch() -> None:
+    cfg = {"fetch_timeout_ms": 2001}  # odd: half of it is 1000 ms, not 1000.5
+    leader = make(1, (1, 2, 3), ElectionState(2, None, None), **cfg)
+    net = Net(leader, *(make(nid, (1, 2, 3), ElectionState(2, None, None), **cfg) for nid in (2, 3)))
+    t = 0
+    while leader.role is not Role.LEADER:
+        t = min(n.next_deadline_ms() for n in net.nodes.values())
+        net.tick(t)
+    net.tick(t)
+    net.drop.add(3)
+    [last3] = [p.last_fetch_ms for p in leader.quorum_info(t).voters if p.replica_id == 3]
+    due = last3 + 1000
+    while (t := min(leader.next_deadline_ms(), net.nodes[2].next_deadline_ms())) < due - 1:
+        net.tick(t)  # 2 keeps fetching
+    assert leader.next_deadline_ms() <= due
+    assert begun(leader.poll(due - 1)) == []
+    assert begun(leader.poll(due)) == [3]
+    assert 1 not in {b.destination for b in net.sent(ApiKey.BEGIN_QUORUM_EPOCH, 1)}  # never itself
+
+
+def test_check_quorum_counts_the_most_recent_fetches_a_majority_needs() -> None:
+    """Five voters: the leader and two others are a majority, so it resigns 1.5 fetch timeouts after
+    the second most recent fetch of the others (Kafka's check-quorum)."""
+    voters, cfg = (1, 2, 3, 4, 5), {"fetch_timeout_ms": 2001}  # 1.5 x 2001 = 3001 (not 3001.5)
+    leader = make(1, voters, ElectionState(2, None, None), **cfg)
+    net = Net(leader, *(make(nid, voters, ElectionState(2, None, None), **cfg) for nid in voters[1:]))
+    t = 0
+    while leader.role is not Role.LEADER:
+        t = min(n.next_deadline_ms() for n in net.nodes.values())
+        net.tick(t)
+    for gone in ((4, 5), (3,), (2,)):  # each group stops fetching 600 ms after the one before
+        leader.append([b"x"], t)  # wakes the parked fetches: who is left fetches again
+        for now in range(t, t + 600, 5):
+            net.tick(now)
+        t += 600
+        net.drop.update(gone)
+    last = {p.replica_id: p.last_fetch_ms for p in leader.quorum_info(t).voters}
+    assert last[2] > last[3] > max(last[4], last[5])
+    deadline = last[3] + 3001
+    assert leader.role is Role.LEADER and leader.next_deadline_ms() <= deadline
+    leader.poll(deadline - 1)
+    assert leader.role is Role.LEADER
+    leader.poll(deadline)
+    assert leader.role is Role.RESIGNED
+
+
+def test_the_high_watermark_waits_for_the_first_record_of_the_leaders_epoch() -> None:
+    """Kafka's maybeUpdateHighWatermark: only an offset past the epoch's start commits, so a new
+    leader's fetch answers carry no high watermark (-1) until a majority has its LeaderChange."""
+    log = MemoryRaftLog()
+    log.append(batch(0, 1, b"a", b"b"))
+    log.flush()
+    leader = RaftNode(RaftConfig(1, (1, 2, 3)), log, MemoryQuorumStateStore(ElectionState(1, None, None)),
+                      now_ms=0, seed=1)
+    t, _ = elected_by_hand(leader)
+    leader.poll(t + leader.config.append_linger_ms)  # its LeaderChange (at 2) is durable here
+    e = leader.epoch
+    assert leader.epoch_start_offset == 2 and leader.high_watermark is None
+
+    def hw_answer(offset: int, last_epoch: int, now: int) -> int:
+        [resp] = leader.handle_request(2, ApiKey.FETCH, 17, fetch_request(offset, last_epoch, e), 5, now)
+        hw: int = resp.body["responses"][0]["partitions"][0]["highWatermark"]
+        return hw
+
+    assert hw_answer(2, 1, t + 100) == -1  # 2 has everything before the epoch, not its first record
+    assert leader.high_watermark is None
+    assert hw_answer(3, e, t + 101) == 3
+    assert leader.high_watermark == 3
+
+
 def test_describe_quorum_reports_voters_and_observers() -> None:
     net, leader, follower = leader_and_follower()
     obs = make(3, (1, 2))
@@ -480,10 +577,17 @@ def test_fetch_snapshot_errors_and_chunks() -> None:
         part: Body = resp.body["topics"][0]["partitions"][0]
         return part
 
-    assert ask(sid.end_offset + 1, sid.epoch, 0)["errorCode"] == 98  # SNAPSHOT_NOT_FOUND
-    size = ask(sid.end_offset, sid.epoch, 0)["size"]
-    assert ask(sid.end_offset, sid.epoch, size)["errorCode"] == 99  # POSITION_OUT_OF_RANGE
-    assert ask(sid.end_offset, sid.epoch, -1)["errorCode"] == 99
+    def error(code: int) -> Body:  # Kafka's error answer: the error and the leader, nothing else
+        return {"index": 0, "errorCode": code, "snapshotId": {"endOffset": -1, "epoch": -1},
+                "currentLeader": {"leaderId": 1, "leaderEpoch": e}, "size": 0, "position": 0,
+                "unalignedRecords": b""}
+
+    assert ask(sid.end_offset + 1, sid.epoch, 0) == error(98)  # SNAPSHOT_NOT_FOUND
+    first = ask(sid.end_offset, sid.epoch, 0)
+    size = first["size"]
+    assert first["snapshotId"] == {"endOffset": sid.end_offset, "epoch": sid.epoch} and size > 50
+    assert ask(sid.end_offset, sid.epoch, size) == error(99)  # POSITION_OUT_OF_RANGE
+    assert ask(sid.end_offset, sid.epoch, -1) == error(99)
     assert ask(sid.end_offset, sid.epoch, 0, leader_epoch=e - 1)["errorCode"] == 74
     assert ask(sid.end_offset, sid.epoch, 0, leader_epoch=e + 1)["errorCode"] == 75
     chunk = ask(sid.end_offset, sid.epoch, 10)
@@ -653,6 +757,12 @@ def test_the_leaders_fetch_answers_records_divergence_and_snapshots() -> None:
     assert leader_answer(n, 2, 1, now=22) == shape(n, snapshotId={"endOffset": 3, "epoch": sid.epoch})
     assert leader_answer(n, 3, 1, now=23) == shape(n, snapshotId={"endOffset": 3, "epoch": sid.epoch})
     assert leader_answer(n, 3, sid.epoch, now=24) == shape(n)  # right at the snapshot: reads on
+    n.append([b"c"], 25)
+    n.poll(25 + n.config.append_linger_ms)
+    # past the log start, but the epoch it last fetched (1) ended behind it: only the snapshot helps
+    assert leader_answer(n, 4, 1, now=30) == shape(n, snapshotId={"endOffset": 3, "epoch": sid.epoch})
+    invalid = leader_answer(n, -1, -1, now=31)  # answered to the fetcher, as a Fetch v17
+    assert invalid["responses"][0]["partitions"][0]["errorCode"] == 42  # INVALID_REQUEST
 
 
 def test_the_leader_tracks_each_fetchers_progress() -> None:
@@ -692,6 +802,10 @@ def test_kraft_version_upgrades_only_from_0_to_1_within_the_supported_range() ->
     assert n.upgrade_kraft_version(0, 1) is False  # the level it has: nothing to do
     with pytest.raises(KRaftVersionError, match=r"from version 0 to 2$"):
         n.upgrade_kraft_version(2, 1)
+    n.upgrade_kraft_version(1, 2)
+    with pytest.raises(KRaftVersionError, match=r"^Invalid upgrade of kraft.version from version 1 to 0 "
+                                                r"because the new version is a downgrade$"):
+        n.upgrade_kraft_version(0, 3)
     only_one = make(1, (1,), kraft_version_range=(1, 1))
     only_one.poll(0)
     assert only_one.upgrade_kraft_version(1, 1) is True
@@ -728,3 +842,29 @@ def test_a_leader_resigning_for_shutdown_hands_over_before_the_fetch_timeout() -
             stood = t
             break
     assert stood is not None, "the follower waited out its fetch timeout"
+
+
+def test_a_resigning_leader_names_the_most_caught_up_voters_first() -> None:
+    """Kafka's nonLeaderVotersByDescendingFetchOffset: the successor with the most of the log
+    stands first; voters at the same offset (here 2 and 5, cut off together) in id order."""
+    voters = (1, 2, 3, 4, 5)
+    leader = make(1, voters, ElectionState(2, None, None))
+    net = Net(leader, *(make(nid, voters, ElectionState(2, None, None)) for nid in voters[1:]))
+    t = 0
+    while leader.role is not Role.LEADER:
+        t = min(n.next_deadline_ms() for n in net.nodes.values())
+        net.tick(t)
+    for behind in ((2, 5), (3,)):  # 2 and 5 miss both appends, 3 the second, 4 none
+        net.drop.update(behind)
+        leader.append([b"x"], t)
+        for now in range(t, t + 200, 5):
+            net.tick(now)
+        t += 200
+    ends = {p.replica_id: p.log_end_offset for p in leader.quorum_info(t).voters}
+    assert ends[4] > ends[3] > ends[2] == ends[5]
+    assert leader.resign(t)
+    sent = [e for e in leader.take_effects() if isinstance(e, SendRequest)]
+    assert sorted(e.destination for e in sent) == [2, 3, 4, 5]
+    for e in sent:
+        successors = e.body["topics"][0]["partitions"][0]["preferredCandidates"]
+        assert [s["candidateId"] for s in successors] == [4, 3, 2, 5]

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
 from collections.abc import Mapping
 
+import pytest
+
 from kraftwerk.protocol import codec
+from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.raft import CommittedBatch, MemoryQuorumStateStore, MemoryRaftLog, RaftConfig, RaftNode
+from kraftwerk.runtime.framing import encode_request
 from kraftwerk.runtime.raft_host import RAFT_APIS, RaftHost, wall_clock_ms
 from kraftwerk.runtime.server import KafkaServer, Request
 
@@ -113,3 +119,67 @@ async def _observer_learns_each_commit() -> None:
 
 def test_an_observer_learns_each_commit_long_before_its_fetch_max_wait() -> None:
     asyncio.run(_observer_learns_each_commit())
+
+
+class StopsAfterFirst(RaftOnly):
+    """Answers the first request, then stops the node as ``Node.stop`` does (the listener, then
+    the raft host) before serving anything else: whatever was read behind it arrives during the
+    shutdown."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.server: KafkaServer | None = None
+        self.after_stop: list[int] = []  # the api keys handed over once the node stopped
+
+    async def handle(self, request: Request) -> codec.Value | None:
+        assert self.host is not None and self.server is not None
+        if self.host.closed:
+            self.after_stop.append(request.api_key)
+            return await self.host.handle(request)
+        body = await self.host.handle(request)
+        await self.server.close()
+        await self.host.close()
+        return body
+
+
+async def _requests_during_shutdown(handler: StopsAfterFirst) -> None:
+    server = handler.server = KafkaServer(handler, "127.0.0.1", 0, listener="CONTROLLER")
+    await server.start()
+    config = RaftConfig(node_id=1, voters=(1,), cluster_id="c")
+    host = handler.host = RaftHost(RaftNode(config, MemoryRaftLog(), MemoryQuorumStateStore(),
+                                            now_ms=wall_clock_ms(), seed=1))
+    host.start()
+    async with asyncio.timeout(10):
+        while not host.is_leader:
+            await asyncio.sleep(0.01)
+    # an observer's Fetch and a DescribeQuorum behind a first DescribeQuorum, in one segment
+    observer = RaftNode(RaftConfig(node_id=7, voters=(1,), cluster_id="c"), MemoryRaftLog(),
+                        MemoryQuorumStateStore(), now_ms=wall_clock_ms(), seed=7)
+    describe = {"topics": [{"topicName": "__cluster_metadata", "partitions": [{"partitionIndex": 0}]}]}
+    frames = (encode_request(ApiKey.DESCRIBE_QUORUM, 2, 1, "tool", describe)
+              + encode_request(ApiKey.FETCH, 17, 2, "raft-client", observer.q.fetch_request_body())
+              + encode_request(ApiKey.DESCRIBE_QUORUM, 2, 3, "tool", describe))
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    writer.write(frames)
+    await writer.drain()
+    await asyncio.wait_for(reader.read(), 10)  # until the node closes the connection
+    writer.close()
+    async with asyncio.timeout(10):
+        while server.close_connections():  # the node's side of it finishes closing
+            await asyncio.sleep(0.01)
+
+
+def test_requests_arriving_during_shutdown_are_dropped_without_a_traceback(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Kafka's stopped socket server closes the connection: no request read behind the shutdown
+    reaches the closed raft host, and nothing but DEBUG lines are logged (a traceback was)."""
+    handler = StopsAfterFirst()
+    with caplog.at_level(logging.DEBUG):
+        asyncio.run(_requests_during_shutdown(handler))
+        gc.collect()  # a task whose exception nobody took is reported when it is collected
+    assert handler.after_stop == []
+    loud = [r for r in caplog.records if r.levelno >= logging.INFO and r.name.startswith(
+        ("kraftwerk.runtime.server", "asyncio"))]
+    assert not loud, [r.getMessage() for r in loud]
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    assert "raft host is closed" not in caplog.text

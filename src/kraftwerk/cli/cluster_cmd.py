@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from kraftwerk.cli.args import (
     directory_id,
     input_dir,
+    input_file,
     key_value,
     node_software_version,
     non_negative_float,
@@ -96,6 +97,7 @@ def register(groups: Any) -> None:
     roll.set_defaults(func=_roll)
     status = commands.add_parser("status", help="show each node, its role, software and finalized features")
     status.add_argument("--dir", required=True, type=input_dir)
+    add_command_config_flag(status)
     add_output_flag(status)
     status.set_defaults(func=_status)
     down = commands.add_parser("down", help="stop every node (SIGTERM, then SIGKILL)")
@@ -110,6 +112,7 @@ def register(groups: Any) -> None:
                     "kafka-metadata-quorum.sh add-controller does.")
     add.add_argument("--dir", required=True, type=input_dir)
     add.add_argument("--timeout", type=positive_float, default=60.0, help="seconds to wait (default 60)")
+    add_command_config_flag(add)
     add_output_flag(add)
     add.set_defaults(func=_add_controller)
     remove = commands.add_parser(
@@ -121,6 +124,7 @@ def register(groups: Any) -> None:
                         help="the id of the controller")
     remove.add_argument("--controller-directory-id", "-d", type=directory_id,
                         help="its metadata directory id (default: read from its meta.properties)")
+    add_command_config_flag(remove)
     add_output_flag(remove)
     remove.set_defaults(func=_remove_controller)
     from kraftwerk.cli.cluster_migrate_cmd import register_command as register_migrate
@@ -128,6 +132,12 @@ def register(groups: Any) -> None:
 
     register_command(commands)
     register_migrate(commands)
+
+
+def add_command_config_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--command-config", type=input_file,
+                        help="client settings (security.protocol, sasl.*, ssl.* trust store) for every node; "
+                             "default: each node's listener as its own server.properties secures it")
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -264,17 +274,20 @@ def _check_restart_flags(args: argparse.Namespace, cluster: LocalCluster) -> Non
 
 
 def _status(args: argparse.Namespace) -> int:
+    from kraftwerk.cli.features_cmd import command_config_security
     from kraftwerk.runtime.local_cluster import LocalCluster, api_versions, pid_alive
     from kraftwerk.runtime.metrics import migration_summary, scrape
 
     cluster = LocalCluster.load(args.dir)
+    given = command_config_security(args.command_config)
     rows: list[dict[str, Any]] = []
     migration: dict[str, Any] | None = None
     for node in cluster.nodes:
         alive = node.pid is not None and pid_alive(node.pid)
         info = cluster.ready_info(node) if alive else None
         refused = cluster.fenced_info(node) if alive and info is None else None
-        body = api_versions(node.address, 2.0) if alive else None
+        security = given if given is not None else cluster.client_security(node)
+        body = api_versions(node.address, 2.0, security) if alive else None
         finalized = {f["name"]: f["maxVersionLevel"] for f in (body or {}).get("finalizedFeatures", [])}
         state = "ready" if info else ("fenced" if refused else ("starting" if alive else "stopped"))
         gauges = scrape("127.0.0.1", info["metricsPort"]) if info and info.get("metricsPort") else None
@@ -350,7 +363,7 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _add_controller(args: argparse.Namespace) -> int:
-    from kraftwerk.runtime.admin_client import AdminClient
+    from kraftwerk.cli.features_cmd import command_config_security
     from kraftwerk.runtime.errors import NodeError
     from kraftwerk.runtime.local_cluster import (
         CONTROLLER_LISTENER,
@@ -363,6 +376,7 @@ def _add_controller(args: argparse.Namespace) -> int:
     from kraftwerk.storage.format import random_uuid
 
     cluster = LocalCluster.load(args.dir)
+    security = command_config_security(args.command_config)
     if cluster.static_quorum:
         # Kafka's answer comes from the leader before any node would be started: a static quorum
         # (kraft.version 0) cannot change its voters
@@ -373,7 +387,7 @@ def _add_controller(args: argparse.Namespace) -> int:
         cluster.wait_ready([node], args.timeout)
         node_id, port, dir_id = node.node_id, node.port, metadata_directory_id(cluster, node)
     endpoints = [(CONTROLLER_LISTENER, HOST, port)]
-    with AdminClient(cluster.bootstrap_controllers, controllers=True, api_timeout_s=args.timeout) as admin:
+    with cluster.controller_admin(security=security, api_timeout_s=args.timeout) as admin:
         result = admin.add_raft_voter(node_id, dir_id, endpoints, timeout_ms=int(args.timeout * 1000))
     if not result.ok:
         raise NodeError(result.describe())
@@ -386,8 +400,8 @@ def _add_controller(args: argparse.Namespace) -> int:
 
 
 def _remove_controller(args: argparse.Namespace) -> int:
+    from kraftwerk.cli.features_cmd import command_config_security
     from kraftwerk.protocol.json_form import uuid_from_str
-    from kraftwerk.runtime.admin_client import AdminClient
     from kraftwerk.runtime.errors import NodeError
     from kraftwerk.runtime.local_cluster import LocalCluster, metadata_directory_id
 
@@ -402,7 +416,7 @@ def _remove_controller(args: argparse.Namespace) -> int:
             raise NodeError(f"Invalid directory id {args.controller_directory_id!r}") from None
     else:
         dir_id = metadata_directory_id(cluster, node)
-    with AdminClient(cluster.bootstrap_controllers, controllers=True) as admin:
+    with cluster.controller_admin(security=command_config_security(args.command_config)) as admin:
         result = admin.remove_raft_voter(node.node_id, dir_id)
     if not result.ok:
         raise NodeError(result.describe())

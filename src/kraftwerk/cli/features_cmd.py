@@ -208,6 +208,16 @@ def client_settings(args: argparse.Namespace) -> ClientSettings:
     )
 
 
+def command_config_security(path: str | None) -> ClientSecurity | None:
+    """The client security a ``--command-config`` file sets (None without the flag)."""
+    if path is None:
+        return None
+    try:
+        return client_security(_load_command_config(path))
+    except ConfigError as exc:
+        raise FeatureCommandError(str(exc)) from None
+
+
 def _load_command_config(path: str | None) -> dict[str, str]:
     if path is None:
         return {}

@@ -330,7 +330,7 @@ class RaftNode:
         node_id = q.node_id
         if q.leader_id == node_id and q.is_voter:
             # Kafka: a leader that restarts comes back resigned in its epoch, never leader
-            self._role = Resigned(q, self, now_ms)
+            self._role = Resigned(q, self, now_ms, successors=[])
         elif q.leader_id is not None and q.leader_id != node_id:
             self._start_follower(now_ms)
         elif q.voted_id == node_id and q.is_voter:
@@ -414,8 +414,10 @@ class RaftNode:
         leader.poll(now_ms)
 
     def become_resigned(self, now_ms: int) -> None:
+        leader = self._leader()
+        successors = [] if leader is None else leader.successors()
         self._leave()
-        resigned = Resigned(self.q, self, now_ms)
+        resigned = Resigned(self.q, self, now_ms, successors)
         self._role = resigned
         resigned.send_end_quorum(now_ms)
 

@@ -42,11 +42,14 @@ from pathlib import Path
 from typing import Any
 
 from kraftwerk.config import properties_values
+from kraftwerk.config.errors import ConfigError
 from kraftwerk.config.secrets import is_sensitive
 from kraftwerk.config.types import ConfigResourceType
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.protocol.frame import MetadataRecord
 from kraftwerk.runtime.admin_client import AdminClient
+from kraftwerk.runtime.client_security import PLAINTEXT, PROTOCOLS, ClientSecurity, inter_node_security
+from kraftwerk.runtime.config import _parse_endpoints, _parse_protocol_map
 from kraftwerk.runtime.errors import NetworkError, NodeError
 from kraftwerk.runtime.node import FENCED_FILE, READY_FILE
 
@@ -255,6 +258,36 @@ class LocalCluster:
         props.update(node.extra)
         return props
 
+    def client_security(self, node: LocalNode) -> ClientSecurity:
+        """How a client reaches ``node.address``: as the node's own config secures that listener
+        (its protocol, and the trust store and SASL login the node itself uses there: Kafka's
+        inter-node settings), so that the commands reading a cluster work on a secured one."""
+        props = self.properties(node)
+        controller_names = {n.strip().upper() for n in props.get("controller.listener.names", "").split(",")}
+        try:
+            listeners = _parse_endpoints(props.get("listeners"), "listeners")
+            listener = next((e.listener for e in listeners if e.port == node.port), None)
+            if listener is None:
+                return PLAINTEXT
+            kafka_default = ",".join(f"{p}:{p}" for p in PROTOCOLS)  # each protocol's own name
+            protocols = _parse_protocol_map(props.get("listener.security.protocol.map", kafka_default), (),
+                                            explicit=True)
+            mechanism_config = ("sasl.mechanism.controller.protocol" if listener in controller_names
+                                else "sasl.mechanism.inter.broker.protocol")
+            protocol = protocols.get(listener, "PLAINTEXT")
+            return inter_node_security(props, listener, protocol, mechanism_config)
+        except ConfigError as exc:
+            raise NodeError(f"Node {node.node_id}: {exc} (or give the client settings with "
+                            "--command-config)") from None
+
+    def controller_admin(self, *, security: ClientSecurity | None = None, api_timeout_s: float = 60.0
+                         ) -> AdminClient:
+        """An admin client of the controllers, secured as their listener is (or as ``security``)."""
+        if security is None:
+            security = self.client_security(self.controllers[0]) if self.controllers else PLAINTEXT
+        return AdminClient(self.bootstrap_controllers, controllers=True, api_timeout_s=api_timeout_s,
+                           security=security)
+
     def write_config(self, node: LocalNode) -> Path:
         node.directory(self.root).mkdir(parents=True, exist_ok=True)
         path = node.config_path(self.root)
@@ -348,10 +381,12 @@ class LocalCluster:
         expected = sorted(b.node_id for b in brokers)
         deadline = time.monotonic() + timeout_s
         for broker in brokers:
+            security = self.client_security(broker)  # a config it cannot use fails here, not in the loop
             while True:
                 seen: list[int] = []
                 with contextlib.suppress(KraftwerkError), \
-                        AdminClient(broker.address, request_timeout_s=5, api_timeout_s=5) as admin:
+                        AdminClient(broker.address, request_timeout_s=5, api_timeout_s=5,
+                                    security=security) as admin:
                     seen = sorted(n.node_id for n in admin.describe_cluster().nodes if not n.fenced)
                 if seen == expected:
                     break
@@ -590,13 +625,14 @@ class NodeFeatures:
     epoch: int
 
 
-async def _api_versions_async(address: str, timeout_s: float) -> dict[str, Any] | None:
+async def _api_versions_async(address: str, timeout_s: float, security: ClientSecurity
+                              ) -> dict[str, Any] | None:
     from kraftwerk.runtime.client import Connection
 
     host, port = address.rsplit(":", 1)
     try:
         conn = await Connection.open(host, int(port), client_id="kraftwerk-cluster",
-                                     connect_timeout_s=timeout_s)
+                                     connect_timeout_s=timeout_s, security=security)
     except NetworkError:
         return None
     try:
@@ -609,15 +645,16 @@ async def _api_versions_async(address: str, timeout_s: float) -> dict[str, Any] 
         await conn.close()
 
 
-def api_versions(address: str, timeout_s: float = 5.0) -> dict[str, Any] | None:
+def api_versions(address: str, timeout_s: float = 5.0, security: ClientSecurity = PLAINTEXT
+                 ) -> dict[str, Any] | None:
     """One ApiVersions v3 call (None when the node does not answer)."""
     import asyncio
 
-    return asyncio.run(_api_versions_async(address, timeout_s))
+    return asyncio.run(_api_versions_async(address, timeout_s, security))
 
 
-def node_features(node: LocalNode) -> NodeFeatures | None:
-    body = api_versions(node.address)
+def node_features(node: LocalNode, security: ClientSecurity = PLAINTEXT) -> NodeFeatures | None:
+    body = api_versions(node.address, security=security)
     if body is None or body.get("errorCode", 0) != 0:
         return None
     levels = {f["name"]: f["maxVersionLevel"] for f in body.get("finalizedFeatures", [])}
@@ -630,11 +667,12 @@ def wait_finalized(cluster: LocalCluster, expected: Mapping[str, int], *, timeou
     (level 0 = absent) and all report the same FinalizedFeaturesEpoch; NodeError after
     ``timeout_s`` naming the nodes that lag. A failure bound, not a performance target."""
     targets = list(nodes if nodes is not None else cluster.nodes)
+    security = {node.node_id: cluster.client_security(node) for node in targets}
     deadline = time.monotonic() + timeout_s
     while True:
         seen: dict[int, NodeFeatures] = {}
         for node in targets:
-            got = node_features(node)
+            got = node_features(node, security[node.node_id])
             if got is not None and all(got.finalized.get(k, 0) == v for k, v in expected.items()):
                 seen[node.node_id] = got
         epochs = {f.epoch for f in seen.values()}

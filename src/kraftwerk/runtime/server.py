@@ -15,8 +15,10 @@ what one peer can hold: ``max.connections``, ``max.connections.per.ip`` (with it
 ``connections.max.idle.ms``. A listener's :class:`ListenerSecurity` adds TLS and, on SASL
 listeners, Kafka's SaslHandshake + SaslAuthenticate exchange: until it succeeds only ApiVersions
 and those two are served; a failure is answered, logged (rate-limited) and closes the connection.
-At DEBUG, the ``kraftwerk.request`` logger writes one "Completed request:" JSON line per answered
-request, as Kafka's ``kafka.request.logger`` does.
+Once the server closes (the node stops), a request still in a connection's buffer or not yet
+started is dropped with the connection, as Kafka's stopped socket server does, rather than handed to
+a node whose raft host and cores are closing. At DEBUG, the ``kraftwerk.request`` logger writes
+one "Completed request:" JSON line per answered request, as Kafka's ``kafka.request.logger`` does.
 """
 
 from __future__ import annotations
@@ -115,6 +117,8 @@ class _Connection:
         self.tasks: set[asyncio.Task[codec.Value | None]] = set()
         self.authenticated = not server.security.sasl
         self.mechanism: PlainServer | ScramServer | None = None
+        self.closing = False
+        """Closed by the server (it is stopping): requests still in the buffer are dropped, not served."""
 
     async def run(self) -> None:
         sender = asyncio.create_task(self._send_loop())
@@ -230,6 +234,13 @@ class _Connection:
 
     async def _dispatch(self, parsed: framing.ParsedRequest) -> codec.Value | None:
         head = parsed.header
+        if self.closing:
+            # Kafka's stopped socket server closes its connections: a request read after that (it
+            # was in the buffer, or its task had not started) is not handed to a node that is
+            # shutting down its raft host and cores
+            log.debug("Dropping api key %s v%s on connection %d from %s: the listener is closing",
+                      head.api_key, head.api_version, self.info.connection_id, self.info.peer)
+            return None
         if parsed.unsupported_api_versions:
             high = self.server.handler.supported_apis(self.server.listener)[ApiKey.API_VERSIONS][1]
             return framing.unsupported_api_versions_response(high)
@@ -273,6 +284,7 @@ class _Connection:
             await self.writer.drain()
 
     def close(self) -> None:
+        self.closing = True
         self.writer.close()
 
     def close_after_pending(self) -> None:
@@ -311,8 +323,10 @@ class KafkaServer:
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
         self.refusals = RateLimitedLog(log)
+        self._closing = False
 
     async def start(self) -> None:
+        self._closing = False
         self._server = await asyncio.start_server(self._accept, self.host, self.requested_port,
                                                   reuse_address=True, ssl=self.security.ssl_context)
 
@@ -325,6 +339,9 @@ class KafkaServer:
         return port
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._closing:  # accepted as the listener closed: nothing will serve it
+            writer.close()
+            return
         peer = writer.get_extra_info("peername")
         ip = str(peer[0]) if peer else "?"
         refusal = self._over_limit(ip)
@@ -366,6 +383,7 @@ class KafkaServer:
         return len(conns)
 
     async def close(self) -> None:
+        self._closing = True
         if self._server is not None:
             self._server.close()
             self.close_connections()

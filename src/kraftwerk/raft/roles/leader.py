@@ -239,6 +239,14 @@ class Leader(RoleState):
             (voters if rid in q.voters else observers).append(progress)
         return tuple(voters), tuple(observers)
 
+    def successors(self) -> list[int]:
+        """The other voters, most caught-up first, ties (and those that never fetched) in id order:
+        the preferred successors a resigning leader names (Kafka's
+        ``nonLeaderVotersByDescendingFetchOffset``), so the voter with the most of the log stands
+        first and the election needs no truncation."""
+        q = self.q
+        return sorted((v for v in q.voters if v != q.node_id), key=lambda v: (-self._replica_end(v), v))
+
     def _replica_end(self, replica: int) -> int:
         rep = self.replicas.get(replica)
         return -1 if rep is None else rep.end_offset
@@ -364,22 +372,22 @@ class Leader(RoleState):
     def on_fetch_snapshot(
         self, body: FetchSnapshotRequest, part: FetchSnapshotRequestPartitionSnapshot
     ) -> Body:
-        """A FetchSnapshot chunk (the node checked shape and epoch)."""
+        """A FetchSnapshot chunk (the node checked shape and epoch). As Kafka's, an error answer
+        names only the error and the leader (no snapshot id, size or position)."""
         q = self.q
         wanted = part["snapshotId"]
         sid = SnapshotId(int(wanted["endOffset"]), int(wanted["epoch"]))
-        snapshot_id = as_body(wanted)
         size = q.log.snapshot_size(sid)
         if size is None:
-            return q.fetch_snapshot_body(SNAPSHOT_NOT_FOUND, snapshot_id)
+            return q.fetch_snapshot_body(SNAPSHOT_NOT_FOUND)
         position = int(part["position"])
         if position < 0 or position >= size:
-            return q.fetch_snapshot_body(POSITION_OUT_OF_RANGE, snapshot_id, size, position)
+            return q.fetch_snapshot_body(POSITION_OUT_OF_RANGE)
         limit = min(
             int(body.get("maxBytes", q.config.fetch_snapshot_max_bytes)), q.config.fetch_snapshot_max_bytes
         )
         return q.fetch_snapshot_body(
-            NONE, snapshot_id, size, position, q.log.read_snapshot(sid, position, limit)
+            NONE, as_body(wanted), size, position, q.log.read_snapshot(sid, position, limit)
         )
 
     # ------------------------------------------------------------------ timers

@@ -16,8 +16,11 @@ from kraftwerk.raft.types import Body, Role
 class Resigned(RoleState):
     role = Role.RESIGNED
 
-    def __init__(self, q: QuorumState, moves: Transitions, now_ms: int) -> None:
+    def __init__(self, q: QuorumState, moves: Transitions, now_ms: int, successors: list[int]) -> None:
         super().__init__(q, moves)
+        # the preferred successors, most caught-up first (the leader's view as it resigned; none
+        # after a restart, as Kafka: every voter may then stand at once)
+        self.successors = successors
         self.election_deadline = now_ms + q.randomized_election_timeout()
         self.end_pending = {v: now_ms for v in q.voters if v != q.node_id}  # voter -> next send
 
@@ -31,9 +34,6 @@ class Resigned(RoleState):
 
     def send_end_quorum(self, now_ms: int) -> None:
         q = self.q
-        # the preferred successors: every other voter (a resigned node no longer tracks their
-        # progress, so in id order)
-        successors = sorted(v for v in q.voters if v != q.node_id)
         for voter, at in list(self.end_pending.items()):
             if now_ms < at:  # (one in flight is due again only once it has expired)
                 continue
@@ -42,7 +42,7 @@ class Resigned(RoleState):
                 None,
                 leaderId=q.node_id,
                 leaderEpoch=q.epoch,
-                preferredCandidates=[{"candidateId": s} for s in successors],
+                preferredCandidates=[{"candidateId": s} for s in self.successors],
             )
             q.send(voter, ApiKey.END_QUORUM_EPOCH, body, now_ms)
 
