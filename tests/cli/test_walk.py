@@ -303,9 +303,12 @@ def leaf_parser(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> argpa
 PARSER = build_parser()
 
 #: Options a command accepts but, as in Kafka, never reads: kafka-features' connection flags on its
-#: offline look-ups. Only the wrong values the parser refuses are walked for them.
+#: offline look-ups; and `cluster status`' client config, which only reaches running nodes (the walk's
+#: cluster is stopped, and a properties file of unknown keys is a warning, as Kafka's admin client
+#: says "supplied but not used"). Only the wrong values the parser refuses are walked for them.
 UNREAD = {(("features", "version-mapping"), "--command-config"),
-          (("features", "feature-dependencies"), "--command-config")}
+          (("features", "feature-dependencies"), "--command-config"),
+          (("cluster", "status"), "--command-config")}
 
 
 def generate() -> list[Case]:
