@@ -625,37 +625,44 @@ class NodeFeatures:
     epoch: int
 
 
-async def _api_versions_async(address: str, timeout_s: float, security: ClientSecurity
-                              ) -> dict[str, Any] | None:
+async def _api_versions_async(address: str, timeout_s: float, security: ClientSecurity) -> dict[str, Any]:
+    from kraftwerk.protocol.error_codes import Errors
     from kraftwerk.runtime.client import Connection
 
     host, port = address.rsplit(":", 1)
-    try:
-        conn = await Connection.open(host, int(port), client_id="kraftwerk-cluster",
-                                     connect_timeout_s=timeout_s, security=security)
-    except NetworkError:
-        return None
+    conn = await Connection.open(host, int(port), client_id="kraftwerk-cluster",
+                                 connect_timeout_s=timeout_s, security=security)
     try:
         body: dict[str, Any] = await conn.request(
             18, 3, {"clientSoftwareName": "kraftwerk", "clientSoftwareVersion": "0"}, timeout_s=timeout_s)
-        return body
-    except NetworkError:
-        return None
     finally:
         await conn.close()
+    if body.get("errorCode", 0) != 0:
+        raise NetworkError(f"ApiVersions to {address} failed: {Errors.for_code(body['errorCode']).name}")
+    return body
 
 
-def api_versions(address: str, timeout_s: float = 5.0, security: ClientSecurity = PLAINTEXT
-                 ) -> dict[str, Any] | None:
-    """One ApiVersions v3 call (None when the node does not answer)."""
+def ask_api_versions(address: str, timeout_s: float = 5.0, security: ClientSecurity = PLAINTEXT
+                     ) -> dict[str, Any]:
+    """One ApiVersions v3 call; NetworkError saying why the node did not answer (refused, timed
+    out, wrong credentials, an error code), which ``cluster status`` shows."""
     import asyncio
 
     return asyncio.run(_api_versions_async(address, timeout_s, security))
 
 
+def api_versions(address: str, timeout_s: float = 5.0, security: ClientSecurity = PLAINTEXT
+                 ) -> dict[str, Any] | None:
+    """One ApiVersions v3 call (None when the node does not answer: :func:`ask_api_versions` says why)."""
+    try:
+        return ask_api_versions(address, timeout_s, security)
+    except NetworkError:
+        return None
+
+
 def node_features(node: LocalNode, security: ClientSecurity = PLAINTEXT) -> NodeFeatures | None:
     body = api_versions(node.address, security=security)
-    if body is None or body.get("errorCode", 0) != 0:
+    if body is None:
         return None
     levels = {f["name"]: f["maxVersionLevel"] for f in body.get("finalizedFeatures", [])}
     return NodeFeatures(node.node_id, levels, int(body.get("finalizedFeaturesEpoch", -1)))
