@@ -662,10 +662,12 @@ def api_versions(address: str, timeout_s: float = 5.0, security: ClientSecurity 
 
 def node_features(node: LocalNode, security: ClientSecurity = PLAINTEXT) -> NodeFeatures | None:
     body = api_versions(node.address, security=security)
-    if body is None:
-        return None
+    return None if body is None else _features(node.node_id, body)
+
+
+def _features(node_id: int, body: Mapping[str, Any]) -> NodeFeatures:
     levels = {f["name"]: f["maxVersionLevel"] for f in body.get("finalizedFeatures", [])}
-    return NodeFeatures(node.node_id, levels, int(body.get("finalizedFeaturesEpoch", -1)))
+    return NodeFeatures(node_id, levels, int(body.get("finalizedFeaturesEpoch", -1)))
 
 
 def wait_finalized(cluster: LocalCluster, expected: Mapping[str, int], *, timeout_s: float = 30.0,
@@ -678,15 +680,21 @@ def wait_finalized(cluster: LocalCluster, expected: Mapping[str, int], *, timeou
     deadline = time.monotonic() + timeout_s
     while True:
         seen: dict[int, NodeFeatures] = {}
+        unanswered: dict[int, str] = {}
         for node in targets:
-            got = node_features(node, security[node.node_id])
-            if got is not None and all(got.finalized.get(k, 0) == v for k, v in expected.items()):
+            try:
+                got = _features(node.node_id, ask_api_versions(node.address, security=security[node.node_id]))
+            except NetworkError as exc:
+                unanswered[node.node_id] = str(exc)
+                continue
+            if all(got.finalized.get(k, 0) == v for k, v in expected.items()):
                 seen[node.node_id] = got
         epochs = {f.epoch for f in seen.values()}
         if len(seen) == len(targets) and len(epochs) == 1:
             return seen
         if time.monotonic() > deadline:
             lagging = sorted(n.node_id for n in targets if n.node_id not in seen)
+            why = "".join(f"; node {i} did not answer: {text}" for i, text in sorted(unanswered.items()))
             raise NodeError(f"Timed out after {timeout_s:g}s waiting for {dict(expected)} on every node: "
-                            f"lagging {lagging}, epochs {sorted(epochs)}")
+                            f"lagging {lagging}, epochs {sorted(epochs)}{why}")
         time.sleep(0.1)
