@@ -81,8 +81,16 @@ def test_status_reads_every_secured_node_with_its_own_settings(secured: Secured)
 def test_status_takes_the_client_settings_of_command_config(secured: Secured) -> None:
     rows = _status(secured, "--command-config", str(_client_config(secured, "admin.properties", PASSWORD)))
     assert all("metadata.version" in row["finalizedFeatures"] for row in rows.values())
-    wrong = _status(secured, "--command-config", str(_client_config(secured, "wrong.properties", "nope")))
+    assert all(row["noAnswer"] is None for row in rows.values())
+    wrong_config = str(_client_config(secured, "wrong.properties", "nope"))
+    wrong = _status(secured, "--command-config", wrong_config)
     assert all(row["finalizedFeatures"] == {} and row["state"] == "ready" for row in wrong.values())
+    for row in wrong.values():  # status says why the node shows no features
+        assert row["noAnswer"] == (f"SASL authentication to {row['address']} failed: "
+                                   "Authentication failed: Invalid username or password"), row
+    code, out, err = cli("cluster", "status", "--dir", str(secured.root), "--command-config", wrong_config)
+    assert code == 0, err
+    assert out.count("\tNoAnswer: SASL authentication to ") == len(wrong), out
 
 
 def test_remove_controller_reaches_the_secured_quorum(secured: Secured) -> None:

@@ -297,3 +297,26 @@ def test_an_isr_shrink_the_controller_accepts_releases_the_waiting_acks_all_prod
 
     assert asyncio.run(scenario()) == 0
     assert dp.replicas.partitions[TP].isr == (1,) and dp.replicas.partitions[TP].high_watermark == 1
+
+
+@pytest.mark.parametrize("turns", range(5))
+def test_a_cancelled_acks_all_produce_stays_cancelled_even_if_woken_in_the_same_turn(
+        plane: DataPlane, turns: int) -> None:
+    """Python 3.11's wait_for dropped a cancellation (the connection closing) that landed with the
+    partition's wake-up: the handler then waited on for the whole produce timeout."""
+    plane.on_image(_image([1, 2]))
+
+    async def scenario() -> None:
+        produce = asyncio.ensure_future(plane.handle(0, 9, {
+            "transactionalId": None, "acks": -1, "timeoutMs": 1000,
+            "topicData": [{"name": "t", "partitionData": [{"index": 0, "records": _batch([b"a"])}]}]}))
+        while TP not in plane._changed:  # created as the handler starts waiting for the follower
+            await asyncio.sleep(0)
+        plane._notify(TP)
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        assert produce.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await produce
+
+    asyncio.run(scenario())

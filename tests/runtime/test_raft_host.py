@@ -183,3 +183,27 @@ def test_requests_arriving_during_shutdown_are_dropped_without_a_traceback(
     assert not loud, [r.getMessage() for r in loud]
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
     assert "raft host is closed" not in caplog.text
+
+
+@pytest.mark.parametrize("turns", range(4))
+def test_a_cancelled_commit_wait_stays_cancelled_even_if_the_commit_just_landed(turns: int) -> None:
+    """Python 3.11's wait_for returned True when the commit landed in the same loop turn as the
+    cancellation, and a waiter cancelled at shutdown went on to reply or record the migration."""
+    async def run() -> None:
+        config = RaftConfig(node_id=1, voters=(1, 2, 3), cluster_id="c")
+        host = RaftHost(RaftNode(config, MemoryRaftLog(), MemoryQuorumStateStore(), now_ms=wall_clock_ms(),
+                                  seed=1))
+        waiting = asyncio.ensure_future(host.wait_committed(5, timeout_s=30))
+        while not host._waiters:
+            await asyncio.sleep(0)
+        host._waiters[0].future.set_result(True)  # what the host does once the high watermark passes
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        if waiting.cancel():
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+        else:
+            assert waiting.result() is True
+        await host.close()
+
+    asyncio.run(run())

@@ -275,7 +275,8 @@ def _check_restart_flags(args: argparse.Namespace, cluster: LocalCluster) -> Non
 
 def _status(args: argparse.Namespace) -> int:
     from kraftwerk.cli.features_cmd import command_config_security
-    from kraftwerk.runtime.local_cluster import LocalCluster, api_versions, pid_alive
+    from kraftwerk.runtime.errors import NetworkError
+    from kraftwerk.runtime.local_cluster import LocalCluster, ask_api_versions, pid_alive
     from kraftwerk.runtime.metrics import migration_summary, scrape
 
     cluster = LocalCluster.load(args.dir)
@@ -287,7 +288,12 @@ def _status(args: argparse.Namespace) -> int:
         info = cluster.ready_info(node) if alive else None
         refused = cluster.fenced_info(node) if alive and info is None else None
         security = given if given is not None else cluster.client_security(node)
-        body = api_versions(node.address, 2.0, security) if alive else None
+        body, no_answer = None, None
+        if alive:
+            try:
+                body = ask_api_versions(node.address, 2.0, security)
+            except NetworkError as exc:
+                no_answer = str(exc)
         finalized = {f["name"]: f["maxVersionLevel"] for f in (body or {}).get("finalizedFeatures", [])}
         state = "ready" if info else ("fenced" if refused else ("starting" if alive else "stopped"))
         gauges = scrape("127.0.0.1", info["metricsPort"]) if info and info.get("metricsPort") else None
@@ -299,6 +305,7 @@ def _status(args: argparse.Namespace) -> int:
             "finalizedFeaturesEpoch": (body or {}).get("finalizedFeaturesEpoch"),
             "finalizedFeatures": finalized,
             "reason": (refused or {}).get("reason"),
+            "noAnswer": no_answer,
         })
     zookeeper = None
     if cluster.zookeeper is not None:
@@ -319,7 +326,8 @@ def _status(args: argparse.Namespace) -> int:
         feats = ", ".join(f"{k}={v}" for k, v in sorted(levels.items())) or "-"
         print(f"NodeId: {r['nodeId']}\tRoles: {r['roles']}\tAddress: {r['address']}\tState: {r['state']}\t"
               f"SoftwareVersion: {r['softwareVersion'] or 'latest'}\tEpoch: {r['finalizedFeaturesEpoch']}\t"
-              f"FinalizedFeatures: {feats}" + (f"\tReason: {r['reason']}" if r["reason"] else ""))
+              f"FinalizedFeatures: {feats}" + (f"\tReason: {r['reason']}" if r["reason"] else "")
+              + (f"\tNoAnswer: {r['noAnswer']}" if r["noAnswer"] else ""))
     return 0
 
 

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import os
 import random
 from dataclasses import dataclass
 
@@ -59,8 +60,13 @@ class Connection:
             async with asyncio.timeout(connect_timeout_s):  # not wait_for: see request()
                 reader, writer = await asyncio.open_connection(host, port, ssl=security.context,
                                                                server_hostname=hostname)
-        except (OSError, TimeoutError) as exc:
-            raise NetworkError(f"Connection to {host}:{port} failed: {exc}") from None
+        except TimeoutError:
+            raise NetworkError(f"Connection to {host}:{port} timed out after {connect_timeout_s:g}s"
+                               ) from None
+        except OSError as exc:
+            # asyncio's own text for a refusal ("Connect call failed (...)") does not say refused
+            detail = os.strerror(exc.errno) if isinstance(exc, ConnectionError) and exc.errno else exc
+            raise NetworkError(f"Connection to {host}:{port} failed: {detail}") from None
         conn = cls(reader, writer, client_id=client_id, max_frame_bytes=max_frame_bytes)
         if security.sasl:
             try:

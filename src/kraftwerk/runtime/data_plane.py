@@ -391,8 +391,11 @@ class DataPlane:
                 if left <= 0:
                     out["errorCode"] = Errors.REQUEST_TIMED_OUT.code
                     break
+                # Not wait_for: Python 3.11's drops a cancellation (the connection closing) that lands
+                # with the wake-up, and the handler then waited on for up to the produce timeout.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._event(st.tp).wait(), left)
+                    async with asyncio.timeout(left):
+                        await self._event(st.tp).wait()
 
     # --- Fetch
 

@@ -625,40 +625,49 @@ class NodeFeatures:
     epoch: int
 
 
-async def _api_versions_async(address: str, timeout_s: float, security: ClientSecurity
-                              ) -> dict[str, Any] | None:
+async def _api_versions_async(address: str, timeout_s: float, security: ClientSecurity) -> dict[str, Any]:
+    from kraftwerk.protocol.error_codes import Errors
     from kraftwerk.runtime.client import Connection
 
     host, port = address.rsplit(":", 1)
-    try:
-        conn = await Connection.open(host, int(port), client_id="kraftwerk-cluster",
-                                     connect_timeout_s=timeout_s, security=security)
-    except NetworkError:
-        return None
+    conn = await Connection.open(host, int(port), client_id="kraftwerk-cluster",
+                                 connect_timeout_s=timeout_s, security=security)
     try:
         body: dict[str, Any] = await conn.request(
             18, 3, {"clientSoftwareName": "kraftwerk", "clientSoftwareVersion": "0"}, timeout_s=timeout_s)
-        return body
-    except NetworkError:
-        return None
     finally:
         await conn.close()
+    if body.get("errorCode", 0) != 0:
+        raise NetworkError(f"ApiVersions to {address} failed: {Errors.for_code(body['errorCode']).name}")
+    return body
 
 
-def api_versions(address: str, timeout_s: float = 5.0, security: ClientSecurity = PLAINTEXT
-                 ) -> dict[str, Any] | None:
-    """One ApiVersions v3 call (None when the node does not answer)."""
+def ask_api_versions(address: str, timeout_s: float = 5.0, security: ClientSecurity = PLAINTEXT
+                     ) -> dict[str, Any]:
+    """One ApiVersions v3 call; NetworkError saying why the node did not answer (refused, timed
+    out, wrong credentials, an error code), which ``cluster status`` shows."""
     import asyncio
 
     return asyncio.run(_api_versions_async(address, timeout_s, security))
 
 
+def api_versions(address: str, timeout_s: float = 5.0, security: ClientSecurity = PLAINTEXT
+                 ) -> dict[str, Any] | None:
+    """One ApiVersions v3 call (None when the node does not answer: :func:`ask_api_versions` says why)."""
+    try:
+        return ask_api_versions(address, timeout_s, security)
+    except NetworkError:
+        return None
+
+
 def node_features(node: LocalNode, security: ClientSecurity = PLAINTEXT) -> NodeFeatures | None:
     body = api_versions(node.address, security=security)
-    if body is None or body.get("errorCode", 0) != 0:
-        return None
+    return None if body is None else _features(node.node_id, body)
+
+
+def _features(node_id: int, body: Mapping[str, Any]) -> NodeFeatures:
     levels = {f["name"]: f["maxVersionLevel"] for f in body.get("finalizedFeatures", [])}
-    return NodeFeatures(node.node_id, levels, int(body.get("finalizedFeaturesEpoch", -1)))
+    return NodeFeatures(node_id, levels, int(body.get("finalizedFeaturesEpoch", -1)))
 
 
 def wait_finalized(cluster: LocalCluster, expected: Mapping[str, int], *, timeout_s: float = 30.0,
@@ -671,15 +680,21 @@ def wait_finalized(cluster: LocalCluster, expected: Mapping[str, int], *, timeou
     deadline = time.monotonic() + timeout_s
     while True:
         seen: dict[int, NodeFeatures] = {}
+        unanswered: dict[int, str] = {}
         for node in targets:
-            got = node_features(node, security[node.node_id])
-            if got is not None and all(got.finalized.get(k, 0) == v for k, v in expected.items()):
+            try:
+                got = _features(node.node_id, ask_api_versions(node.address, security=security[node.node_id]))
+            except NetworkError as exc:
+                unanswered[node.node_id] = str(exc)
+                continue
+            if all(got.finalized.get(k, 0) == v for k, v in expected.items()):
                 seen[node.node_id] = got
         epochs = {f.epoch for f in seen.values()}
         if len(seen) == len(targets) and len(epochs) == 1:
             return seen
         if time.monotonic() > deadline:
             lagging = sorted(n.node_id for n in targets if n.node_id not in seen)
+            why = "".join(f"; node {i} did not answer: {text}" for i, text in sorted(unanswered.items()))
             raise NodeError(f"Timed out after {timeout_s:g}s waiting for {dict(expected)} on every node: "
-                            f"lagging {lagging}, epochs {sorted(epochs)}")
+                            f"lagging {lagging}, epochs {sorted(epochs)}{why}")
         time.sleep(0.1)

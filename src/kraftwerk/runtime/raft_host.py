@@ -214,7 +214,10 @@ class RaftHost:
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._waiters.append(_CommitWaiter(offset, self.node.epoch, future))
         try:
-            return await asyncio.wait_for(future, timeout_s)
+            # Not wait_for: Python 3.11's returns the result when the commit lands in the same loop
+            # turn as a cancellation, and a waiter cancelled at shutdown went on to act on it.
+            async with asyncio.timeout(timeout_s):
+                return await future
         except TimeoutError:
             return False
 
