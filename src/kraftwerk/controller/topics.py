@@ -538,8 +538,9 @@ def _default_dir(broker: BrokerRegistration | None) -> uuid.UUID:
 
 class ReplicationControlManager:
     """The controller's topic RPCs (Kafka's ``ReplicationControlManager``): each judged by a
-    :class:`TopicControl` over the committed image, the controller's config layers and its
-    ``num.partitions`` / ``default.replication.factor``."""
+    :class:`TopicControl` over the committed image without the deletions in flight and with the
+    names of the creations in flight taken (Kafka judges its uncommitted state), the controller's
+    config layers and its ``num.partitions`` / ``default.replication.factor``."""
 
     def __init__(self, controller: QuorumController) -> None:
         self._c = controller
