@@ -13,10 +13,11 @@ from kraftwerk.cli.args import non_negative_int, positive_int
 from kraftwerk.cli.output import add_output_flag, print_json
 from kraftwerk.errors import KraftwerkError
 from kraftwerk.sim.lifecycle import run_lifecycle_seeds
-from kraftwerk.sim.lifecycle_types import ALL_MIXES, BatchSummary, LifecycleConfig, Mix
+from kraftwerk.sim.lifecycle_types import ALL_MIXES, LifecycleConfig, Mix
 from kraftwerk.sim.migration import run_migration_seeds
 from kraftwerk.sim.migration_types import MigrationConfig
 from kraftwerk.sim.runner import Scenario, SeedResult, SimConfig, run_seed
+from kraftwerk.sim.seed_runs import BatchSummary
 
 
 def register(groups: Any) -> None:

@@ -56,12 +56,10 @@ from kraftwerk.sim.lifecycle_types import (
     RELEASE_OF_LEVEL,
     RPC_TIMEOUT_MS,
     TICK_MS,
-    BatchSummary,
     LifecycleConfig,
     LifecycleResult,
     Mix,
     UpdateOutcome,
-    play_seeds,
 )
 from kraftwerk.sim.lifecycle_workload import (
     CONFIGS_LADDER,
@@ -69,6 +67,7 @@ from kraftwerk.sim.lifecycle_workload import (
     draw_static_configs,
     schedule_mix,
 )
+from kraftwerk.sim.seed_runs import BatchSummary, play_seeds
 from kraftwerk.sim.world import LinkFaults
 from kraftwerk.versions.features import KRAFT_VERSION
 from kraftwerk.versions.metadata_version import FEATURE_NAME, MetadataVersion

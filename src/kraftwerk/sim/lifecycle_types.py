@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import enum
-import time
-from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any
 
+from kraftwerk.sim.seed_runs import SeedRun
 from kraftwerk.versions.software import LATEST_RELEASE, known_releases
 
 CLIENT_ID = 900
@@ -147,101 +146,17 @@ class UpdateOutcome:
 
 
 @dataclass(slots=True)
-class LifecycleResult:
-    config: LifecycleConfig
-    ok: bool
-    invariant: str | None = None
-    violation: str | None = None
-    events: int = 0
-    virtual_ms: int = 0
+class LifecycleResult(SeedRun[LifecycleConfig]):
     converged_ms: int | None = None
-    wall_s: float = 0.0
-    stats: dict[str, int] = field(default_factory=dict)
     outcomes: list[UpdateOutcome] = field(default_factory=list)
     final_levels: dict[str, int] = field(default_factory=dict)
-    trace_tail: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "seed": self.config.seed,
-            "ok": self.ok,
-            "invariant": self.invariant,
-            "violation": self.violation,
-            "events": self.events,
-            "virtual_ms": self.virtual_ms,
-            "converged_ms": self.converged_ms,
-            "wall_s": round(self.wall_s, 4),
-            "stats": self.stats,
-            "final_levels": self.final_levels,
-            "updates": [o.describe() for o in self.outcomes],
-            "config": self.config.to_json(),
-            "replay": self.config.replay_command(),
-            "trace_tail": self.trace_tail,
-        }
+    def extra_json(self) -> dict[str, Any]:
+        return {"converged_ms": self.converged_ms, "final_levels": self.final_levels,
+                "updates": [o.describe() for o in self.outcomes]}
 
-    def report(self) -> str:
-        lines = [
-            f"seed {self.config.seed} violated {self.invariant}: {self.violation}",
-            f"config: {self.config.to_json()}",
-            f"replay: {self.config.replay_command()}",
-            "updates:",
-            *(f"  {o.describe()}" for o in self.outcomes[-10:]),
-            f"trace (last {len(self.trace_tail)} events):",
-            *(f"  {t}" for t in self.trace_tail),
-        ]
-        return "\n".join(lines)
-
-
-
-
-class SeedOutcome(Protocol):
-    """What a batch of seeds adds up from each seed's result."""
-
-    @property
-    def ok(self) -> bool: ...
-    @property
-    def events(self) -> int: ...
-    @property
-    def stats(self) -> dict[str, int]: ...
-
-
-R = TypeVar("R", bound=SeedOutcome)
-C = TypeVar("C")
-
-
-@dataclass(slots=True)
-class BatchSummary(Generic[R]):
-    seeds: int = 0
-    failures: list[R] = field(default_factory=list)
-    events: int = 0
-    seconds: float = 0.0
-    stats: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def seeds_per_second(self) -> float:
-        return self.seeds / self.seconds if self.seconds else 0.0
-
-
-def play_seeds(configs: Iterable[C], run: Callable[[C], R], *, keep_going: bool = False,
-               progress: Callable[[R], None] | None = None) -> BatchSummary[R]:
-    """Run every config (one seed each), adding up events and stats; stop at the first failure
-    unless ``keep_going``."""
-    summary: BatchSummary[R] = BatchSummary()
-    began = time.perf_counter()
-    for config in configs:
-        result = run(config)
-        summary.seeds += 1
-        summary.events += result.events
-        for k, v in result.stats.items():
-            summary.stats[k] = summary.stats.get(k, 0) + v
-        if progress is not None:
-            progress(result)
-        if not result.ok:
-            summary.failures.append(result)
-            if not keep_going:
-                break
-    summary.seconds = time.perf_counter() - began
-    return summary
+    def extra_report(self) -> list[str]:
+        return ["updates:", *(f"  {o.describe()}" for o in self.outcomes[-10:])]
 
 
 ALL_MIXES = (Mix.RANDOM, Mix.ROLLING, Mix.DOWNGRADE, Mix.FAILOVER)

@@ -62,10 +62,8 @@ from kraftwerk.sim.lifecycle_types import (
     CLIENT_DEADLINE_MS,
     CLIENT_ID,
     TICK_MS,
-    BatchSummary,
     LifecycleConfig,
     Mix,
-    play_seeds,
 )
 from kraftwerk.sim.migration_checker import (
     CONVERGENCE_INVARIANT,
@@ -74,6 +72,7 @@ from kraftwerk.sim.migration_checker import (
 )
 from kraftwerk.sim.migration_host import MigrationHost
 from kraftwerk.sim.migration_types import MigrationConfig, MigrationResult
+from kraftwerk.sim.seed_runs import BatchSummary, play_seeds
 from kraftwerk.sim.zookeeper import SimZkClient, SimZooKeeper
 
 RELEASE = "3.9"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
+
+from kraftwerk.sim.seed_runs import SeedRun
 
 
 class MigrationSabotage(enum.Enum):
@@ -45,43 +47,9 @@ class MigrationConfig:
         return out
 
 
-@dataclass
-class MigrationResult:
-    config: MigrationConfig
-    ok: bool
-    invariant: str | None = None
-    violation: str | None = None
-    events: int = 0
-    virtual_ms: int = 0
+@dataclass(slots=True)
+class MigrationResult(SeedRun[MigrationConfig]):
     converged_ms: int | None = None
-    wall_s: float = 0.0
-    stats: dict[str, int] = field(default_factory=dict)
-    trace_tail: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "seed": self.config.seed,
-            "ok": self.ok,
-            "invariant": self.invariant,
-            "violation": self.violation,
-            "events": self.events,
-            "virtual_ms": self.virtual_ms,
-            "converged_ms": self.converged_ms,
-            "wall_s": round(self.wall_s, 3),
-            "stats": self.stats,
-            "config": self.config.to_json(),
-            "replay": self.config.replay_command(),
-            "trace_tail": self.trace_tail,
-        }
-
-    def report(self) -> str:
-        if self.ok:
-            return f"seed {self.config.seed}: ok ({self.events} events, converged in {self.converged_ms} ms)"
-        lines = [
-            f"seed {self.config.seed} violated {self.invariant}: {self.violation}",
-            f"config: {self.config.to_json()}",
-            f"replay: {self.config.replay_command()}",
-            f"trace (last {len(self.trace_tail)} events):",
-            *(f"  {t}" for t in self.trace_tail),
-        ]
-        return "\n".join(lines)
+    def extra_json(self) -> dict[str, Any]:
+        return {"converged_ms": self.converged_ms}

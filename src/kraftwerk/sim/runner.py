@@ -14,6 +14,7 @@ from typing import Any
 from kraftwerk.raft import RaftNode, RaftStateError, Role
 from kraftwerk.sim.checker import Checker, InvariantViolation
 from kraftwerk.sim.cluster import Cluster, KVStateMachine
+from kraftwerk.sim.seed_runs import SeedRun
 from kraftwerk.sim.world import LinkFaults
 
 
@@ -85,43 +86,8 @@ class SimConfig:
 
 
 @dataclass(slots=True)
-class SeedResult:
-    config: SimConfig
-    ok: bool
-    violation: str | None = None
-    invariant: str | None = None
-    events: int = 0
-    virtual_ms: int = 0
-    wall_s: float = 0.0
-    stats: dict[str, int] = field(default_factory=dict)
-    trace_tail: list[str] = field(default_factory=list)
+class SeedResult(SeedRun[SimConfig]):
     commit_latencies_ms: list[int] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "seed": self.config.seed,
-            "ok": self.ok,
-            "invariant": self.invariant,
-            "violation": self.violation,
-            "events": self.events,
-            "virtual_ms": self.virtual_ms,
-            "wall_s": round(self.wall_s, 4),
-            "stats": self.stats,
-            "config": self.config.to_json(),
-            "replay": self.config.replay_command(),
-            "trace_tail": self.trace_tail,
-        }
-
-    def report(self) -> str:
-        """Everything needed to replay a failing seed."""
-        lines = [
-            f"seed {self.config.seed} violated {self.invariant}: {self.violation}",
-            f"config: {self.config.to_json()}",
-            f"replay: {self.config.replay_command()}",
-            f"trace (last {len(self.trace_tail)} events):",
-        ]
-        lines.extend(f"  {t}" for t in self.trace_tail)
-        return "\n".join(lines)
 
 
 class _Run:
