@@ -1,5 +1,5 @@
 """One exponential backoff (Kafka's ``ExponentialBackoff``) for every retry loop: client reconnects,
-broker registration, raft's successor election delays."""
+broker registration, AlterPartition, the migration driver's retries."""
 
 from __future__ import annotations
 

@@ -115,3 +115,24 @@ def test_a_restarted_zookeeper_broker_gets_the_full_state_again() -> None:
     assert [(r.broker_id, ApiKey(r.api_key).name, r.body["type"]) for r in requests] == [
         (1, "UPDATE_METADATA", 1), (2, "LEADER_AND_ISR", 2), (2, "UPDATE_METADATA", 2),
         (3, "UPDATE_METADATA", 1)]
+
+
+def test_a_topic_deleted_and_created_again_in_one_delta_stays_in_the_brokers_metadata() -> None:
+    """CreateTopics may take the name of a topic whose deletion is still in flight, so one committed
+    delta can remove "orders" and create it again under a new id: the new topic's partition states win
+    over the deletion's (Kafka's UpdateMetadata batch keeps the last state added per partition), and
+    the old replicas are stopped before the new ones are made (Kafka's batch sends LeaderAndIsr first,
+    so its StopReplica would delete the new replica too)."""
+    brokers = cores()
+    before = image({"orders": orders()})
+    assert set(deliver(full_requests(before, KRAFT_ID, EPOCH), brokers)) == {0}
+    again = dataclasses.replace(orders(leader=2, leader_epoch=0), id=uuid.UUID(int=8))
+    delta = delta_requests(before, image({"orders": again}), KRAFT_ID, EPOCH)
+    for b in (1, 2, 3):  # the old replica is deleted before the new one is made
+        assert [ApiKey(r.api_key).name for r in delta if r.broker_id == b] == [
+            "STOP_REPLICA", "LEADER_AND_ISR", "UPDATE_METADATA"]
+    assert set(deliver(delta, brokers)) == {0}
+    for b in (1, 2, 3):
+        topic = brokers[b].image.topics.by_name["orders"]
+        p0 = topic.partitions[0]
+        assert topic.id == again.id and (p0.leader, p0.leader_epoch) == (2, 0)

@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 
 from kraftwerk.broker import BrokerNode
+from kraftwerk.config import ConfigResourceType
 from kraftwerk.controller import QuorumController
+from kraftwerk.controller.effects import AppendThenRespond, Respond
 from kraftwerk.controller.quorum import default_bootstrap_records
 from kraftwerk.controller.topics import place_replicas, topic_name_error
-from kraftwerk.image.model import BrokerRegistration
+from kraftwerk.image.model import BrokerRegistration, ConfigResource
 from kraftwerk.protocol.error_codes import Errors
 from kraftwerk.versions.metadata_version import MetadataVersion
 from tests.controller.harness import Log, activate, broker, call, controller, drive_broker
@@ -271,3 +273,46 @@ def test_topic_names() -> None:
     assert topic_name_error("") == "Topic name is invalid: the empty string is not allowed"
     assert topic_name_error("..") == "Topic name is invalid: '..' is not allowed"
     assert topic_name_error("x" * 250).endswith("is longer than the max allowed length 249")
+
+
+def test_a_name_whose_deletion_is_in_flight_can_be_created_again() -> None:
+    """Kafka's controller judges its uncommitted state, where the appended RemoveTopicRecord already
+    took the name (and its collision key) out of ``topicsByName``: CreateTopics of the name is accepted
+    with a new id, the old topic takes no second deletion and no new partitions, and the creation in
+flight takes the name in turn (two TopicRecords for one name left an orphan topic id)."""
+    log, ctl, _ = _cluster()
+    topic = {"name": "a.b", "numPartitions": 1, "replicationFactor": 1, "assignments": [],
+             "configs": [{"name": "retention.ms", "value": "5"}]}
+    assert call(log, ctl, 19, 7, {"topics": [topic], "timeoutMs": 1})["topics"][0]["errorCode"] == 0
+    old_id = ctl.image.topics.by_name["a.b"].id
+    delete = ctl.handle_request(20, 6, {"topics": [{"name": "a.b", "topicId": None}], "timeoutMs": 1}, 0,
+                                next_offset=log.end)
+    assert isinstance(delete, AppendThenRespond)  # appended, not committed
+    again = {"topics": [{"name": "a.b", "numPartitions": 2, "replicationFactor": 1, "assignments": [],
+                         "configs": [{"name": "cleanup.policy", "value": "compact"}]}], "timeoutMs": 1}
+    create = ctl.handle_request(19, 7, again, 0, next_offset=log.end + len(delete.records))
+    assert isinstance(create, AppendThenRespond)
+    [created] = create.response_body["topics"]
+    assert created["errorCode"] == 0 and created["topicId"] != old_id
+    # the creation in flight takes the name (and its collision key) in turn
+    again["topics"].append({"name": "a_b", "numPartitions": 1, "replicationFactor": 1, "assignments": [],
+                            "configs": []})
+    refused = ctl.handle_request(19, 7, again, 0, next_offset=log.end)
+    assert isinstance(refused, Respond)
+    assert [t["errorCode"] for t in refused.body["topics"]] == [
+        Errors.TOPIC_ALREADY_EXISTS.code, Errors.INVALID_TOPIC_EXCEPTION.code]
+    for api_key, version, body in (
+        (20, 6, {"topics": [{"name": "a.b", "topicId": None}], "timeoutMs": 1}),
+        (37, 3, {"topics": [{"name": "a.b", "count": 3, "assignments": None}], "timeoutMs": 1,
+                 "validateOnly": False}),
+    ):
+        refused = ctl.handle_request(api_key, version, body, 0, next_offset=log.end)
+        assert isinstance(refused, Respond)
+        result = refused.body["responses" if api_key == 20 else "results"][0]
+        assert result["errorCode"] == Errors.UNKNOWN_TOPIC_OR_PARTITION.code
+    log.append(delete.records)
+    log.append(create.records)
+    new = ctl.image.topics.by_name["a.b"]
+    assert new.id == created["topicId"] and old_id not in ctl.image.topics.by_id and len(new.partitions) == 2
+    assert ctl.image.configs[ConfigResource(ConfigResourceType.TOPIC, "a.b")] == {"cleanup.policy": "compact"}
+    assert not ctl.topics.deleting and not ctl.topics.creating

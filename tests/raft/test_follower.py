@@ -1,15 +1,15 @@
 """The follower's edge rules: which fetch answers start a snapshot download or a truncation, how far
 a truncation goes, gaps in fetched records, FetchSnapshot chunks that do not fit, a corrupt control
-batch, and an EndQuorumEpoch v0 successor's place in line (the common paths: test_replication.py)."""
+batch, and an EndQuorumEpoch successor's election backoff (the common paths: test_replication.py)."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import crc32c
 import pytest
 
-from kraftwerk.backoff import ExponentialBackoff
 from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.control_records import ControlRecordType
 from kraftwerk.raft import ElectionState, RaftNode, RaftStateError, Role, SendRequest
@@ -20,19 +20,55 @@ from tests.raft.test_replication import batch, fresh_follower, make, next_fetch,
 Body = dict[str, Any]
 
 
-def test_an_end_quorum_epoch_v0_successor_second_in_line_waits_its_backoff() -> None:
-    n = make(2, (1, 2, 3), ElectionState(3, 1, None), fetch_timeout_ms=5000)
+MY_DIR, OTHER_DIR = uuid.UUID(int=3), uuid.UUID(int=33)
+
+
+def stands_at(nid: int, voters: tuple[int, ...], version: int, part: Body, **cfg: Any) -> int:
+    """When follower ``nid`` of leader 1 in epoch 3 stands for election after an EndQuorumEpoch
+    (``part``: its successor fields) that arrived at 100."""
+    n = make(nid, voters, ElectionState(3, 1, None), directory_id=MY_DIR, **cfg)
     n.poll(0)
     body = {"clusterId": None, "topics": [{"topicName": "__cluster_metadata", "partitions": [{
-        "partitionIndex": 0, "leaderId": 1, "leaderEpoch": 3, "preferredSuccessors": [3, 2]}]}]}
-    n.handle_request(1, ApiKey.END_QUORUM_EPOCH, 0, body, 9, 100)
-    t = n.next_deadline_ms()
+        "partitionIndex": 0, "leaderId": 1, "leaderEpoch": 3, **part}]}]}
+    n.handle_request(1, ApiKey.END_QUORUM_EPOCH, version, body, 9, 100)
+    t = 0
     while n.role is Role.FOLLOWER:
         t = n.next_deadline_ms()
         n.poll(t)
-    cfg = n.config
-    second = ExponentialBackoff(cfg.retry_backoff_ms, cfg.election_backoff_max_ms).delay_ms(1)
-    assert 100 + second <= t <= 100 + second + cfg.retry_backoff_ms  # its backoff, plus the jitter
+    assert n.role is Role.PROSPECTIVE
+    return t
+
+
+def ids(*cands: int | tuple[int, uuid.UUID]) -> Body:
+    return {"preferredCandidates": [
+        {"candidateId": c[0], "candidateDirectoryId": c[1]} if isinstance(c, tuple) else {"candidateId": c}
+        for c in cands]}
+
+
+@pytest.mark.parametrize(("nid", "voters", "version", "part", "waits"), [
+    (3, (1, 2, 3), 1, ids(3, 2), 0),  # first in line: at once
+    (3, (1, 2, 3), 1, ids(2, 3), 500),  # k-th of n: max >> (n - 1) << (k - 1)
+    (4, (1, 2, 3, 4, 5), 1, ids(2, 3, 4, 5), 250),
+    (5, (1, 2, 3, 4, 5), 1, ids(2, 3, 4, 5), 500),
+    (3, (1, 2, 3), 1, ids(2), 1000),  # not a preferred successor: election.backoff.max.ms
+    (3, (1, 2, 3), 1, ids((3, OTHER_DIR), 2), 1000),  # another replica of node 3 is not this one
+    (3, (1, 2, 3), 1, ids((3, MY_DIR), 2), 0),
+    (3, (1, 2, 3), 1, ids(), 0),  # no successors named: every voter at once
+    (3, (1, 2, 3), 0, {"preferredSuccessors": [3, 2]}, 0),  # v0 names successors by id
+    (2, (1, 2, 3), 0, {"preferredSuccessors": [3, 2]}, 500),
+])
+def test_an_end_quorum_epoch_replaces_the_fetch_timeout_with_kafkas_successor_backoff(
+    nid: int, voters: tuple[int, ...], version: int, part: Body, waits: int
+) -> None:
+    """Kafka's endEpochElectionBackoff (strictExponentialElectionBackoffMs) with its default
+    election.backoff.max.ms of 1000: no jitter, the most caught-up successor stands first."""
+    assert stands_at(nid, voters, version, part, fetch_timeout_ms=5000) == 100 + waits
+
+
+def test_an_end_quorum_epoch_resets_a_fetch_timeout_that_was_sooner() -> None:
+    """Kafka's overrideFetchTimeout resets the timer: a voter left out waits the whole backoff even
+    past the fetch timeout it had."""
+    assert stands_at(3, (1, 2, 3), 1, ids(2), fetch_timeout_ms=500) == 100 + 1000
 
 
 def test_a_snapshot_id_of_epoch_zero_starts_a_download() -> None:

@@ -70,13 +70,13 @@ def delta_requests(previous: MetadataImage, image: MetadataImage, controller_id:
             out.append(_leader_and_isr(image, header, mine, FULL))
             out.append(_update_metadata(image, header, partitions, FULL))
             continue
-        mine = [(t, p) for t, p in changed if broker.id in t.partitions[p].replicas]
-        if mine:
-            out.append(_leader_and_isr(image, header, mine, INCREMENTAL))
-        for topic in deleted:
+        for topic in deleted:  # first: a topic created again under its name must not lose its new replicas
             replicated = [p for p, r in sorted(topic.partitions.items()) if broker.id in r.replicas]
             if replicated:
                 out.append(_stop_replica(header, topic, replicated))
+        mine = [(t, p) for t, p in changed if broker.id in t.partitions[p].replicas]
+        if mine:
+            out.append(_leader_and_isr(image, header, mine, INCREMENTAL))
         if changed or deleted or brokers_changed:
             out.append(_update_metadata(image, header, changed, INCREMENTAL, deleted=deleted))
     return out
@@ -142,8 +142,12 @@ def _update_metadata(image: MetadataImage, header: dict[str, Any],
         by_topic.setdefault(topic.name, (topic, []))[1].append(
             _partition_state(topic, p, topic.partitions[p], epoch, live_ids))
     for topic in deleted:  # leader -2: the broker drops the partition from its cache
-        by_topic[topic.name] = (topic, [_partition_state(topic, p, r, epoch, live_ids, LEADER_DURING_DELETE)
-                                        for p, r in sorted(topic.partitions.items())])
+        # (a topic created again under the same name keeps its partitions' states: Kafka's batch keeps
+        # the last state added per partition, and the changes come after the deletions)
+        _, states = by_topic.setdefault(topic.name, (topic, []))
+        kept = {state["partitionIndex"] for state in states}
+        states += [_partition_state(topic, p, r, epoch, live_ids, LEADER_DURING_DELETE)
+                   for p, r in sorted(topic.partitions.items()) if p not in kept]
     brokers = [{"id": b.id, "rack": b.rack, "endpoints": [
         {"port": e.port, "host": e.host, "listener": e.name, "securityProtocol": e.security_protocol}
         for e in b.listeners]} for b in live]

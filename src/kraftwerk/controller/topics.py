@@ -13,8 +13,9 @@ import logging
 import random
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import chain
 from typing import TYPE_CHECKING, Any, cast
 
 from kraftwerk.config import (
@@ -150,11 +151,17 @@ class TopicControl:
 
     ``rng`` makes topic ids (the cores read no global RNG); ``layers`` are the controller's config
     layers a topic's configs are validated over; ``level`` is the finalized metadata.version's
-    feature level (KIP-1294's rules in force there apply to the new topic's configs).
+    feature level (KIP-1294's rules in force there apply to the new topic's configs). ``creating``
+    names the topics whose creation is appended but not committed: taken, as in Kafka's controller.
     """
 
     def __init__(
-        self, image: MetadataImage, rng: random.Random, layers: BrokerConfigLayers, defaults: TopicDefaults
+        self,
+        image: MetadataImage,
+        rng: random.Random,
+        layers: BrokerConfigLayers,
+        defaults: TopicDefaults,
+        creating: Collection[str] = (),
     ) -> None:
         mv = image.metadata_version
         if mv is None:
@@ -164,6 +171,7 @@ class TopicControl:
         self.rng = rng
         self.layers = layers
         self.defaults = defaults
+        self.creating = creating
 
     # ---------------------------------------------------------------- CreateTopics
 
@@ -177,7 +185,7 @@ class TopicControl:
             if names.count(name) > 1:
                 errors[name] = ApiError(Errors.INVALID_REQUEST, "Duplicate topic name.")
         collisions: dict[str, str] = {}
-        for existing in self.image.topics.by_name:
+        for existing in chain(self.image.topics.by_name, self.creating):
             collisions.setdefault(_unify_collision_chars(existing), existing)
         records: list[MetadataRecord] = []
         results: list[CreateTopicsResponseCreatableTopicResult] = []
@@ -224,7 +232,7 @@ class TopicControl:
         invalid = topic_name_error(name)
         if invalid is not None:
             raise ApiError(Errors.INVALID_TOPIC_EXCEPTION, invalid)
-        if name in self.image.topics.by_name:
+        if name in self.image.topics.by_name or name in self.creating:
             raise ApiError(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         colliding = collisions.get(_unify_collision_chars(name))
         if colliding is not None:
@@ -530,21 +538,29 @@ def _default_dir(broker: BrokerRegistration | None) -> uuid.UUID:
 
 class ReplicationControlManager:
     """The controller's topic RPCs (Kafka's ``ReplicationControlManager``): each judged by a
-    :class:`TopicControl` over the committed image, the controller's config layers and its
-    ``num.partitions`` / ``default.replication.factor``."""
+    :class:`TopicControl` over the committed image without the deletions in flight and with the
+    names of the creations in flight taken (Kafka judges its uncommitted state), the controller's
+    config layers and its ``num.partitions`` / ``default.replication.factor``."""
 
     def __init__(self, controller: QuorumController) -> None:
         self._c = controller
         self.deleting: dict[uuid.UUID, str] = {}
         """Topics whose RemoveTopicRecord this active controller appended and has not replayed yet:
         gone for the next request, as in Kafka's controller, whose state includes what it appended."""
+        self.creating: dict[str, uuid.UUID] = {}
+        """Likewise the topics whose TopicRecord it appended: their names are taken."""
 
     def on_committed(self, record: MetadataRecord) -> None:
         if record.spec.name == "RemoveTopicRecord":
             self.deleting.pop(record.value["topicId"], None)
+        elif record.spec.name == "TopicRecord":
+            name = record.value["name"]
+            if self.creating.get(name) == record.value["topicId"]:
+                del self.creating[name]
 
     def on_leader_change(self) -> None:
         self.deleting.clear()
+        self.creating.clear()
 
     def live_image(self) -> MetadataImage:
         """The committed image without the topics whose deletion is in flight: what partition
@@ -565,10 +581,14 @@ class ReplicationControlManager:
         defaults = TopicDefaults(
             parsed.integer("num.partitions"), parsed.integer("default.replication.factor")
         )
-        return TopicControl(c.image, c.rng, c.config_layers(), defaults)
+        return TopicControl(self.live_image(), c.rng, c.config_layers(), defaults, self.creating.keys())
 
     def create_topics(self, request: Request) -> Respond | AppendThenRespond:
-        return _reply(request, *self._control().create_topics(request.body))
+        records, response = self._control().create_topics(request.body)
+        for record in records:
+            if record.spec.name == "TopicRecord":
+                self.creating[record.value["name"]] = record.value["topicId"]
+        return _reply(request, records, response)
 
     def delete_topics(self, request: Request) -> Respond | AppendThenRespond:
         records, response = self._control().delete_topics(request.version, request.body)

@@ -5,9 +5,9 @@ where it diverges, download its snapshot when the log behind it is gone, and sta
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import cast
 
-from kraftwerk.backoff import ExponentialBackoff
 from kraftwerk.protocol.api_keys import ApiKey
 from kraftwerk.protocol.messages.raft import (
     EndQuorumEpochRequestPartitionData,
@@ -32,8 +32,20 @@ from kraftwerk.raft.types import (
     RaftStateError,
     Role,
 )
+from kraftwerk.raft.voters import ZERO_UUID
 
 log = logging.getLogger(__name__)
+
+
+def successor_backoff_ms(position: int, successors: int, max_ms: int) -> int:
+    """Kafka's ``strictExponentialElectionBackoffMs``: the first preferred successor stands at once,
+    the one at ``position`` k of n waits ``max_ms >> (n - 1) << (k - 1)`` (each twice the one before
+    it, the last ``max_ms / 2``), and a voter not in the list waits the whole ``max_ms``."""
+    if position == 0:
+        return 0
+    if not 0 < position < successors:
+        return max_ms
+    return (max_ms >> (successors - 1)) << (position - 1)
 
 
 class Follower(RoleState):
@@ -101,18 +113,19 @@ class Follower(RoleState):
         self.send_at = None
 
     def end_quorum(self, part: EndQuorumEpochRequestPartitionData, now_ms: int) -> None:
-        """The leader resigned (EndQuorumEpoch): Kafka's endQuorumEpochElectionBackoff, so that
-        the preferred successors time out first."""
-        cfg = self.q.config
-        cands = [int(c["candidateId"]) for c in part.get("preferredCandidates") or []]
-        if not cands:
-            cands = [int(c) for c in part.get("preferredSuccessors") or []]
-        pos = cands.index(self.q.node_id) if self.q.node_id in cands else len(cands)
-        successor = ExponentialBackoff(cfg.retry_backoff_ms, cfg.election_backoff_max_ms)
-        backoff = 0 if pos == 0 else successor.delay_ms(min(pos, 16))
-        backoff += self.q.rng.randint(0, cfg.retry_backoff_ms)
-        self.fetch_deadline = min(self.fetch_deadline, now_ms + backoff)
-        self.q.last_fetch_ok_ms = None
+        """The leader resigned (EndQuorumEpoch): Kafka's ``endEpochElectionBackoff`` replaces the
+        fetch timeout, so that the preferred successors, most caught-up first, time out first."""
+        q = self.q
+        cands: list[tuple[int, uuid.UUID | None]] = [
+            (int(c["candidateId"]), c.get("candidateDirectoryId"))
+            for c in part.get("preferredCandidates") or []
+        ]
+        if not cands:  # v0 names successors by id only
+            cands = [(int(c), None) for c in part.get("preferredSuccessors") or []]
+        me = (None, ZERO_UUID, q.config.directory_id)  # a candidate without a directory id: any
+        pos = next((i for i, (cid, d) in enumerate(cands) if cid == q.node_id and d in me), len(cands))
+        self.fetch_deadline = now_ms + successor_backoff_ms(pos, len(cands), q.config.election_backoff_max_ms)
+        q.last_fetch_ok_ms = None
 
     # ------------------------------------------------------------------ answers
     def on_response(self, source: int, api_key: int, body: Body, flight: InFlight, now_ms: int) -> None:
