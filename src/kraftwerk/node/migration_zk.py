@@ -8,6 +8,7 @@ failed check means another controller claimed ZooKeeper since, and the driver cl
 
 from __future__ import annotations
 
+import abc
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -84,7 +85,7 @@ def migration_znode(state: ZkMigrationLeadership) -> bytes:
                                            state.migration_zk_version))
 
 
-class MigrationZk:
+class MigrationZk(abc.ABC):
     """The driver's actions against one ZooKeeper session; :meth:`client` is that session (a subclass
     supplies it: the runtime opens a kazoo client, the simulator hands out its in-memory one)."""
 
@@ -94,8 +95,9 @@ class MigrationZk:
         self.now_ms = now_ms
         self.records_per_batch = RECORDS_PER_BATCH
 
+    @abc.abstractmethod
     def client(self) -> Any:
-        raise NotImplementedError
+        """The ZooKeeper session (kazoo's client or the simulator's)."""
 
     def recover(self) -> ZkMigrationLeadership:
         """``/migration`` as the driver's starting state (created empty when missing, as Kafka's
