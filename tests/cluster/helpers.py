@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import re
 import time
 import uuid
@@ -18,10 +19,18 @@ from kraftwerk.runtime.local_cluster import LocalCluster
 
 
 def cli(*argv: str) -> tuple[int, str, str]:
-    """Run ``kraftwerk argv...``; returns (exit code, stdout, stderr)."""
+    """Run ``kraftwerk argv...``; returns (exit code, stdout, stderr). The CLI logs through the root
+    logger, so the test process's own kafka-python clients (which kraftwerk never uses) are silenced
+    meanwhile: a connection they lose is not the command's output."""
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli_main(list(argv))
+    kafka_python = logging.getLogger("kafka")
+    level = kafka_python.level
+    kafka_python.setLevel(logging.CRITICAL + 1)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli_main(list(argv))
+    finally:
+        kafka_python.setLevel(level)
     return code, out.getvalue(), err.getvalue()
 
 

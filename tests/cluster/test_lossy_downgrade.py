@@ -125,9 +125,7 @@ def test_nodes_restarted_on_36_software_catch_up(cluster: LocalCluster) -> None:
     # the cluster still takes updates, and every node (3.6 software included) follows them
     code, out, err = cli("features", "--bootstrap-server", cluster.brokers[0].address, "upgrade",
                          "--metadata", "3.6-IV2")
-    # a kafka-python client of this test process may log its dropped connection into the capture
-    own = [line for line in err.splitlines() if " kafka." not in line]
-    assert (code, own) == (0, []), out
+    assert (code, err) == (0, ""), out
     reported = wait_finalized(cluster, {"metadata.version": LEVEL_36})
     assert sorted(reported) == [n.node_id for n in cluster.nodes]
     code, out, _ = cli("cluster", "status", "--dir", str(cluster.root), "--output", "json")
